@@ -1,0 +1,343 @@
+"""Evidence model: one captured assistant turn, loaded from JSON Lines.
+
+A *turn* is what the telemetry captured for one user question (or one relay of several questions):
+the question, every step of the agent's trajectory (tool calls and SQL statements with their status,
+columns, a snapshot of the rows and the full row count) and the answer text, or ``None`` when the
+client's own AI composed the answer and it was never transmitted.
+
+Nothing here ever re-queries a database: ``rows`` is the point-in-time snapshot the agent saw.
+
+Public names
+------------
+``Turn``, ``ToolStep``, ``SqlStep``    pydantic v2 models of DESIGN §3 (``schema_version`` 1)
+``load_turns(path)``                    -> ``(turns, invalid)``; every bad line becomes an ``InvalidTurn``
+``parse_turn_lines(lines)``             the same on an iterable of strings
+``split_segments(turn)``                bundled questions -> ``Segment`` records (``turn_id#k``)
+``trajectory_facts(turn)``              -> ``TrajectoryFacts`` (what the deterministic caps read)
+``turn_json_schema()``                  the JSON Schema of one evidence line
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, model_validator
+
+SCHEMA_VERSION = 1
+
+StepStatus = Literal["ok", "error", "timeout", "blocked"]
+#: Statuses that count as a SQL *execution*. ``blocked`` is a guardrail refusal: nothing ran.
+EXECUTED_STATUSES = frozenset({"ok", "error", "timeout"})
+#: Statuses that count as a failed execution.
+FAILED_STATUSES = frozenset({"error", "timeout"})
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ToolStep(_Model):
+    """A non-SQL tool call (schema discovery, search, ...)."""
+
+    kind: Literal["tool"] = "tool"
+    name: str = Field(min_length=1)
+    status: StepStatus
+    args: dict[str, Any] = Field(default_factory=dict)
+    output: Any = None
+    error: str | None = None
+    elapsed_ms: float | None = Field(default=None, ge=0)
+
+
+class SqlStep(_Model):
+    """One SQL statement the agent submitted, with the snapshot of what came back.
+
+    ``rows`` may hold fewer rows than ``row_count`` (captures store a prefix); ``row_count`` is
+    always the full count. A ``blocked`` statement was refused by the guardrail and never ran.
+    """
+
+    kind: Literal["sql"] = "sql"
+    sql: str = Field(min_length=1)
+    status: StepStatus
+    error: str | None = None
+    columns: list[str] = Field(default_factory=list)
+    rows: list[list[Any]] = Field(default_factory=list)
+    row_count: int | None = Field(default=None, ge=0)
+    elapsed_ms: float | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _check_shape(self) -> SqlStep:
+        if self.row_count is not None and self.row_count < len(self.rows):
+            raise ValueError(
+                f"row_count {self.row_count} is smaller than the {len(self.rows)} stored rows"
+            )
+        if self.columns:
+            for i, row in enumerate(self.rows):
+                if len(row) != len(self.columns):
+                    raise ValueError(
+                        f"row {i} has {len(row)} values but there are {len(self.columns)} columns"
+                    )
+        if self.status != "ok" and self.rows:
+            raise ValueError(f"a step with status {self.status!r} cannot carry result rows")
+        return self
+
+    @property
+    def total_rows(self) -> int:
+        """Full result size: ``row_count`` when captured, else the number of stored rows."""
+        return self.row_count if self.row_count is not None else len(self.rows)
+
+
+Step = Annotated[ToolStep | SqlStep, Field(discriminator="kind")]
+
+
+class Turn(_Model):
+    """One captured turn (DESIGN §3). ``answer`` is ``None`` when no answer text was captured."""
+
+    schema_version: Literal[1]
+    turn_id: str = Field(min_length=1, pattern=r"^[^#\s]+$")
+    captured_at: datetime
+    region: str = Field(min_length=1)
+    surface: str = Field(min_length=1)
+    client: str = Field(min_length=1)
+    question: str = Field(min_length=1)
+    answer: str | None = None
+    steps: list[Step] = Field(default_factory=list)
+    segments: list[str] | None = Field(
+        default=None, description="Explicit question segments; overrides automatic splitting."
+    )
+
+    @model_validator(mode="after")
+    def _check_time(self) -> Turn:
+        if self.captured_at.tzinfo is None:
+            raise ValueError("captured_at must carry a timezone (use ...Z for UTC)")
+        if self.segments is not None and (not self.segments or any(not s.strip() for s in self.segments)):
+            raise ValueError("segments, when given, must be a non-empty list of non-empty questions")
+        return self
+
+    @field_serializer("captured_at")
+    def _ser_time(self, value: datetime) -> str:
+        return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    @property
+    def sql_steps(self) -> list[SqlStep]:
+        return [s for s in self.steps if isinstance(s, SqlStep)]
+
+    def to_json_line(self) -> str:
+        """Canonical one-line JSON (what ``load_turns`` reads back to an equal ``Turn``)."""
+        return json.dumps(self.model_dump(mode="json", exclude_none=False), ensure_ascii=False,
+                          separators=(", ", ": "))
+
+
+def turn_json_schema() -> dict[str, Any]:
+    """JSON Schema (draft 2020-12) of one evidence line, as emitted by ``python -m axon_eval schema``."""
+    schema = Turn.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "axon_eval captured turn (schema_version 1)"
+    return schema
+
+
+# --------------------------------------------------------------------------------------------
+# Loading
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class InvalidTurn:
+    """A line of an evidence file that could not be used, and why.
+
+    ``line`` is 1-based; ``field`` is a dotted path into the JSON object (``steps.2.status``) or
+    ``"<line>"`` when the line is not JSON at all.
+    """
+
+    source: str
+    line: int
+    field: str
+    message: str
+    turn_id: str | None = None
+
+    def __str__(self) -> str:
+        tid = f" (turn {self.turn_id})" if self.turn_id else ""
+        return f"{self.source}:{self.line}{tid}: {self.field}: {self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _loc_to_path(loc: tuple[Any, ...]) -> str:
+    # pydantic puts the discriminator tag into the location (steps.0.sql.status); drop it.
+    parts = [str(p) for p in loc if p not in ("tool", "sql")]
+    return ".".join(parts) or "<root>"
+
+
+def parse_turn_lines(lines: Iterable[str], source: str = "<memory>") -> tuple[list[Turn], list[InvalidTurn]]:
+    """Validate JSON Lines of evidence. See :func:`load_turns`."""
+    turns: list[Turn] = []
+    invalid: list[InvalidTurn] = []
+    seen: dict[str, int] = {}
+    for lineno, raw in enumerate(lines, start=1):
+        text = raw.strip()
+        if not text:
+            continue
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            invalid.append(InvalidTurn(source, lineno, "<line>", f"not valid JSON: {exc.msg} at column {exc.colno}"))
+            continue
+        tid = obj.get("turn_id") if isinstance(obj, dict) else None
+        tid = tid if isinstance(tid, str) else None
+        if not isinstance(obj, dict):
+            invalid.append(InvalidTurn(source, lineno, "<root>", f"expected a JSON object, got {type(obj).__name__}"))
+            continue
+        try:
+            turn = Turn.model_validate(obj)
+        except ValidationError as exc:
+            for err in exc.errors():
+                value = err.get("input")
+                shown = "" if isinstance(value, dict | list) else f" (got {value!r})"
+                invalid.append(InvalidTurn(source, lineno, _loc_to_path(err["loc"]), f"{err['msg']}{shown}", tid))
+            continue
+        if turn.turn_id in seen:
+            invalid.append(InvalidTurn(
+                source, lineno, "turn_id",
+                f"duplicate turn_id {turn.turn_id!r} (first seen on line {seen[turn.turn_id]}); kept the first",
+                turn.turn_id))
+            continue
+        seen[turn.turn_id] = lineno
+        turns.append(turn)
+    return turns, invalid
+
+
+def load_turns(path: str | Path) -> tuple[list[Turn], list[InvalidTurn]]:
+    """Read an evidence file (JSON Lines, one turn per line).
+
+    Returns ``(turns, invalid)``. Blank lines are skipped. A line that is not JSON, does not validate,
+    or repeats an earlier ``turn_id`` yields one or more :class:`InvalidTurn` records naming the line,
+    the field and the problem; valid lines are kept. Nothing is dropped silently and one bad line never
+    stops the load. A missing file raises ``FileNotFoundError``.
+    """
+    p = Path(path)
+    with p.open(encoding="utf-8") as fh:
+        return parse_turn_lines(fh, source=str(p))
+
+
+def iter_json_lines(turns: Iterable[Turn]) -> Iterator[str]:
+    for t in turns:
+        yield t.to_json_line() + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# Segments
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Segment:
+    """One question of a turn, the unit that is judged and scored.
+
+    Every segment keeps the whole trajectory and answer of its turn; only the question differs.
+    ``segment_id`` is ``turn_id`` for a single question, else ``turn_id#1``, ``turn_id#2``, ...
+    """
+
+    segment_id: str
+    turn: Turn
+    question: str
+    index: int
+    n_segments: int
+
+    @property
+    def turn_id(self) -> str:
+        return self.turn.turn_id
+
+
+# "1. ...", "2) ...", "(3) ..." at the start of the text or after whitespace.
+_NUMBERED = re.compile(r"(?:^|(?<=\s))\(?(\d{1,2})[.)]\s+")
+_QUESTION_SENTENCE = re.compile(r"[^?]*\?")
+
+
+def split_questions(text: str) -> list[str]:
+    """Split a relayed message into its questions (deterministic rule).
+
+    1. Numbered items: if the text contains items numbered 1, 2, ... in order (``1.``, ``1)`` or
+       ``(1)``), each item is a question.
+    2. Otherwise, if the text is two or more sentences that *each* end in ``?``, each sentence is a
+       question.
+    3. Otherwise the whole text is one question.
+    """
+    stripped = text.strip()
+    matches = list(_NUMBERED.finditer(stripped))
+    # keep the longest run 1, 2, 3, ... of numbered markers
+    run: list[re.Match[str]] = []
+    for m in matches:
+        if int(m.group(1)) == len(run) + 1:
+            run.append(m)
+    if len(run) >= 2:
+        items = []
+        for i, m in enumerate(run):
+            end = run[i + 1].start() if i + 1 < len(run) else len(stripped)
+            item = stripped[m.end():end].strip()
+            if item:
+                items.append(item)
+        if len(items) >= 2:
+            return items
+    sentences = [s.strip() for s in _QUESTION_SENTENCE.findall(stripped)]
+    rest = _QUESTION_SENTENCE.sub("", stripped).strip()
+    if len(sentences) >= 2 and not rest:
+        return sentences
+    return [stripped]
+
+
+def split_segments(turn: Turn) -> list[Segment]:
+    """Segments of a turn: the explicit ``segments`` list when captured, else :func:`split_questions`."""
+    questions = list(turn.segments) if turn.segments else split_questions(turn.question)
+    n = len(questions)
+    if n == 1:
+        return [Segment(turn.turn_id, turn, questions[0].strip(), 1, 1)]
+    return [Segment(f"{turn.turn_id}#{i}", turn, q.strip(), i, n) for i, q in enumerate(questions, start=1)]
+
+
+# --------------------------------------------------------------------------------------------
+# Trajectory facts
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TrajectoryFacts:
+    """Facts read from step statuses only (DESIGN §3); the deterministic caps read these.
+
+    ``recovered_errors`` counts failed SQL executions (error/timeout) that a later successful
+    SQL step followed. A guardrail block is neither an execution nor a failure.
+    """
+
+    n_steps: int
+    n_sql_executed: int
+    n_sql_failed: int
+    n_sql_blocked: int
+    all_sql_failed: bool
+    ended_on_failure: bool
+    no_tools: bool
+    recovered_errors: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def facts_from_statuses(n_steps: int, sql_statuses: list[str]) -> TrajectoryFacts:
+    """Trajectory facts from the number of steps and the ordered SQL step statuses."""
+    executed = [s for s in sql_statuses if s in EXECUTED_STATUSES]
+    failed = [s in FAILED_STATUSES for s in executed]
+    last_ok = max((i for i, s in enumerate(executed) if s == "ok"), default=-1)
+    return TrajectoryFacts(
+        n_steps=n_steps,
+        n_sql_executed=len(executed),
+        n_sql_failed=sum(failed),
+        n_sql_blocked=sum(1 for s in sql_statuses if s == "blocked"),
+        all_sql_failed=bool(executed) and all(failed),
+        ended_on_failure=bool(executed) and failed[-1],
+        no_tools=n_steps == 0,
+        recovered_errors=sum(1 for i, f in enumerate(failed) if f and i < last_ok),
+    )
+
+
+def trajectory_facts(turn: Turn | Segment) -> TrajectoryFacts:
+    """Compute :class:`TrajectoryFacts` for a turn (or a segment: same trajectory as its turn)."""
+    t = turn.turn if isinstance(turn, Segment) else turn
+    return facts_from_statuses(len(t.steps), [s.status for s in t.sql_steps])

@@ -1,0 +1,200 @@
+"""The rubric: weights, caps, bands, row horizon and judge prompt version, versioned together.
+
+A :class:`Rubric` is frozen. Its ``id`` is a short SHA-256 of its canonical numeric content (not of its
+name), so two rubrics with the same numbers share an id and any change of a weight, cap, band, row
+horizon or prompt version changes it. Every results row and audit record carries the rubric id.
+
+The packaged rubric ``axon-v1`` (``axon_eval/rubrics/axon-v1.yaml``) is the one every number in the
+source documents refers to: weights 0.30 / 0.25 / 0.25 / 0.20, caps 25 / 70 / 40, bands 80 / 50,
+row horizon 20.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+#: The four judged dimensions, in causal order. These names are used verbatim everywhere.
+DIMENSIONS: tuple[str, ...] = ("intent_understood", "sql_quality", "result_relevance", "answer_faithfulness")
+#: Dimensions a judge must always grade; faithfulness alone may be null (no answer captured).
+REQUIRED_DIMENSIONS: tuple[str, ...] = DIMENSIONS[:3]
+#: Trajectory facts that trigger caps, in the order the caps are listed in audits.
+CAP_FACTS: tuple[str, ...] = ("all_sql_failed", "ended_on_failure", "no_tools")
+BANDS: tuple[str, ...] = ("good", "partial", "poor")
+
+_WEIGHT_SUM_TOLERANCE = 1e-9
+DEFAULT_RUBRIC = "axon-v1"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Weights(_Frozen):
+    """Nominal dimension weights: each in [0, 1], summing to 1."""
+
+    intent_understood: float = Field(ge=0)
+    sql_quality: float = Field(ge=0)
+    result_relevance: float = Field(ge=0)
+    answer_faithfulness: float = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _sum_to_one(self) -> Weights:
+        values = self.as_dict()
+        for name, value in values.items():
+            if not math.isfinite(value):
+                raise ValueError(f"weight {name} = {value!r} is not a finite number")
+        total = sum(values.values())
+        if abs(total - 1.0) > _WEIGHT_SUM_TOLERANCE:
+            raise ValueError(f"weights must sum to 1, got {total!r} from {values}")
+        return self
+
+    def as_dict(self) -> dict[str, float]:
+        return {d: float(getattr(self, d)) for d in DIMENSIONS}
+
+
+class Caps(_Frozen):
+    """Score caps in points (0-100), keyed by the trajectory fact that triggers them."""
+
+    all_sql_failed: float = Field(ge=0, le=100)
+    ended_on_failure: float = Field(ge=0, le=100)
+    no_tools: float = Field(ge=0, le=100)
+
+    def as_dict(self) -> dict[str, float]:
+        return {f: float(getattr(self, f)) for f in CAP_FACTS}
+
+
+class Bands(_Frozen):
+    """Lower edges of the bands on the rounded score: good >= ``good``, partial >= ``partial``."""
+
+    good: float = Field(gt=0, le=100)
+    partial: float = Field(gt=0, le=100)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Bands:
+        if not self.partial < self.good:
+            raise ValueError(f"band edges must satisfy partial < good, got partial={self.partial}, good={self.good}")
+        return self
+
+
+class Rubric(_Frozen):
+    """Everything that turns subscores into a score, versioned as one object.
+
+    Build with :meth:`default`, :meth:`from_yaml` or :meth:`from_dict`; derive variants with
+    :meth:`with_weights` / :meth:`replace` (the id changes with any number).
+    """
+
+    name: str = DEFAULT_RUBRIC
+    version: int = Field(default=1, ge=1)
+    weights: Weights
+    caps: Caps
+    bands: Bands
+    row_horizon: int = Field(default=20, ge=1)
+    prompt_version: str = Field(default="judge_v1", min_length=1)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("rubric name must not be empty")
+        return v
+
+    # -- construction -------------------------------------------------------------------------
+    @classmethod
+    def default(cls) -> Rubric:
+        """The packaged ``axon-v1`` rubric."""
+        return cls.packaged(DEFAULT_RUBRIC)
+
+    @classmethod
+    def packaged(cls, name: str) -> Rubric:
+        """A rubric shipped in ``axon_eval/rubrics/<name>.yaml``."""
+        ref = resources.files("axon_eval") / "rubrics" / f"{name}.yaml"
+        if not ref.is_file():
+            available = sorted(p.name.removesuffix(".yaml") for p in (resources.files("axon_eval") / "rubrics").iterdir()
+                               if p.name.endswith(".yaml"))
+            raise ValueError(f"no packaged rubric {name!r}; available: {available}")
+        return cls.from_dict(yaml.safe_load(ref.read_text(encoding="utf-8")), source=f"packaged {name}")
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> Rubric:
+        """Load a rubric YAML file (same layout as ``axon-v1.yaml``)."""
+        p = Path(path)
+        return cls.from_dict(yaml.safe_load(p.read_text(encoding="utf-8")), source=str(p))
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "<dict>") -> Rubric:
+        if not isinstance(data, dict):
+            raise ValueError(f"{source}: a rubric must be a mapping, got {type(data).__name__}")
+        try:
+            return cls.model_validate(data)
+        except Exception as exc:  # re-raise with the source named
+            raise ValueError(f"{source}: invalid rubric: {exc}") from exc
+
+    @classmethod
+    def resolve(cls, spec: str | Path | Rubric | None) -> Rubric:
+        """``None`` -> default; a Rubric -> itself; a packaged name; or a YAML path."""
+        if spec is None:
+            return cls.default()
+        if isinstance(spec, Rubric):
+            return spec
+        text = str(spec)
+        if text.endswith((".yaml", ".yml")) or Path(text).exists():
+            return cls.from_yaml(text)
+        return cls.packaged(text)
+
+    def replace(self, **changes: Any) -> Rubric:
+        """A validated copy with top-level fields replaced (``row_horizon=50``, ``weights={...}``)."""
+        data = self.model_dump()
+        data.update({k: (v.model_dump() if isinstance(v, BaseModel) else v) for k, v in changes.items()})
+        return Rubric.model_validate(data)
+
+    def with_weights(self, weights: dict[str, float] | Weights, *, normalise: bool = False, name: str | None = None) -> Rubric:
+        """A copy with other nominal weights; ``normalise=True`` rescales them to sum to 1 first."""
+        w = weights.as_dict() if isinstance(weights, Weights) else {d: float(weights[d]) for d in DIMENSIONS}
+        if normalise:
+            total = sum(w.values())
+            if total <= 0:
+                raise ValueError(f"cannot normalise weights with sum {total}")
+            w = {d: v / total for d, v in w.items()}
+        return self.replace(weights=w, **({"name": name} if name else {}))
+
+    # -- identity -----------------------------------------------------------------------------
+    def canonical(self) -> dict[str, Any]:
+        """The content that defines the rubric's behaviour (the name is a label, not content)."""
+        return {
+            "weights": {d: round(v, 12) for d, v in self.weights.as_dict().items()},
+            "caps": {f: round(v, 12) for f, v in self.caps.as_dict().items()},
+            "bands": {"good": round(self.bands.good, 12), "partial": round(self.bands.partial, 12)},
+            "row_horizon": self.row_horizon,
+            "prompt_version": self.prompt_version,
+        }
+
+    @cached_property
+    def id(self) -> str:
+        """Short content hash (12 hex digits of SHA-256 over the canonical JSON)."""
+        blob = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+    @property
+    def label(self) -> str:
+        """Human label ``name@id``."""
+        return f"{self.name}@{self.id}"
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.model_dump(), sort_keys=False)
+
+    def band(self, score: float) -> str:
+        """Band of a (rounded) score: ``good`` / ``partial`` / ``poor``."""
+        if score >= self.bands.good:
+            return "good"
+        if score >= self.bands.partial:
+            return "partial"
+        return "poor"
