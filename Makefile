@@ -1,0 +1,45 @@
+# axon_eval — every target creates .venv and installs the package when it is missing or out of date,
+# so on a fresh machine with Python 3.11 `make run` and `make test` are all a newcomer types.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+STAMP := $(VENV)/.axon-eval-installed
+KERNEL := axon-eval
+
+.DEFAULT_GOAL := help
+.PHONY: help setup run test lab bench data studies clean-venv
+
+help: ## list every target
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), f"axon_eval needs Python >= 3.11, found {sys.version.split()[0]} at {sys.executable}"'
+	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install --quiet --upgrade pip
+	$(VPY) -m pip install --quiet -e '.[dev]'
+	$(VPY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "axon_eval (.venv)" >/dev/null
+	@touch $(STAMP)
+
+setup: $(STAMP) ## create .venv, install axon_eval with its dev extras, register the Jupyter kernel
+
+run: $(STAMP) ## evaluate the bundled sample with the offline heuristic judge (notebooks/01_evaluate.ipynb)
+	$(VPY) -m axon_eval run notebooks/01_evaluate.ipynb -f notebooks/params/default.yaml
+
+test: $(STAMP) ## run the test suite (offline, no API key needed)
+	$(VPY) -m pytest -q
+
+lab: $(STAMP) ## open JupyterLab on notebooks/
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+
+bench: $(STAMP) ## benchmarks: prints a table, writes runs/<date>_bench/bench.json
+	$(VPY) -m axon_eval.bench
+
+data: $(STAMP) ## rebuild everything under data/ from axon_eval.fixtures (deterministic)
+	$(VPY) -m axon_eval.fixtures --out data
+
+studies: $(STAMP) ## run every study notebook (notebooks/0[2-9]_*.ipynb) into runs/
+	@shopt -s nullglob; for nb in notebooks/0[2-9]_*.ipynb; do $(VPY) -m axon_eval run $$nb || exit 1; done
+
+clean-venv: ## remove .venv (the next target re-creates it)
+	rm -rf $(VENV)

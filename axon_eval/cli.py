@@ -1,0 +1,86 @@
+"""Command line: ``python -m axon_eval <verb> ...``.
+
+Verbs defined here: ``schema`` (print the evidence JSON Schema) and ``validate`` (report on an evidence
+file). Run-related verbs (``run``, ``evaluate``, ``rejudge``, ``rescore``, ``report``) are registered by
+:mod:`axon_eval.runs_cli`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+from .evidence import load_turns, split_segments, trajectory_facts, turn_json_schema
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    json.dump(turn_json_schema(), sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    turns, invalid = load_turns(args.turns)
+    segments = [s for t in turns for s in split_segments(t)]
+    facts = Counter()
+    for t in turns:
+        f = trajectory_facts(t)
+        for name in ("all_sql_failed", "ended_on_failure", "no_tools"):
+            facts[name] += bool(getattr(f, name))
+        facts["recovered_errors"] += f.recovered_errors > 0
+    report = {
+        "file": str(args.turns),
+        "valid_turns": len(turns),
+        "segments": len(segments),
+        "invalid_lines": len(invalid),
+        "no_answer_captured": sum(t.answer is None for t in turns),
+        "turns_with_fact": dict(facts),
+        "by_region": dict(Counter(t.region for t in turns)),
+        "by_surface": dict(Counter(t.surface for t in turns)),
+        "by_client": dict(Counter(t.client for t in turns)),
+        "invalid": [i.to_dict() for i in invalid],
+    }
+    if args.json:
+        json.dump(report, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(f"{args.turns}: {len(turns)} valid turns ({len(segments)} segments), {len(invalid)} invalid line record(s)")
+        for key in ("no_answer_captured", "turns_with_fact", "by_region", "by_surface", "by_client"):
+            print(f"  {key}: {report[key]}")
+        for i in invalid:
+            print(f"  INVALID {i}")
+    return 1 if (invalid and args.strict) else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m axon_eval", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    p = sub.add_parser("schema", help="print the JSON Schema of one evidence line")
+    p.set_defaults(handler=_cmd_schema)
+
+    p = sub.add_parser("validate", help="validate an evidence file and summarise it")
+    p.add_argument("turns", help="JSON Lines evidence file")
+    p.add_argument("--json", action="store_true", help="machine-readable report")
+    p.add_argument("--strict", action="store_true", help="exit 1 when any line is invalid")
+    p.set_defaults(handler=_cmd_validate)
+
+    from . import runs_cli  # run verbs live beside the run machinery
+
+    runs_cli.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler: Handler = args.handler
+    return handler(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,238 @@
+"""Known answers from the source documents, band edges, and the laws the scorer must obey."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from axon_eval import DIMENSIONS, Rubric, score_frame, score_turn, trajectory_facts
+from axon_eval.evidence import Turn
+from axon_eval.rubric import CAP_FACTS
+
+RUBRIC = Rubric.default()
+NO_FACTS = {"all_sql_failed": False, "ended_on_failure": False, "no_tools": False}
+
+
+def subs(i, s, r, f):
+    return {"intent_understood": i, "sql_quality": s, "result_relevance": r, "answer_faithfulness": f}
+
+
+def make_turn(steps, answer="It was 4."):
+    return Turn.model_validate({
+        "schema_version": 1, "turn_id": "t-1", "captured_at": "2026-07-20T09:14:03Z", "region": "eu",
+        "surface": "web", "client": "client-a", "question": "How many tries?", "answer": answer,
+        "steps": steps})
+
+
+def sql(status, rows=None):
+    step = {"kind": "sql", "sql": "SELECT 1", "status": status}
+    if status == "ok":
+        step.update(columns=["n"], rows=rows or [[4]], row_count=len(rows or [[4]]))
+    else:
+        step["error"] = "no such column: x" if status == "error" else ("statement timed out" if status == "timeout" else "blocked by guardrail")
+    return step
+
+
+# -- known answers ---------------------------------------------------------------------------------
+def test_all_tens_is_100_good():
+    r = score_turn(subs(10, 10, 10, 10), NO_FACTS, RUBRIC)
+    assert (r.raw_score, r.score, r.band) == (100.0, 100.0, "good")
+    assert r.caps_applied == []
+    assert sum(r.contributions.values()) == pytest.approx(100.0)
+
+
+def test_null_faithfulness_renormalises_weights():
+    r = score_turn(subs(10, 10, 10, None), NO_FACTS, RUBRIC)
+    assert r.effective_weights == {"intent_understood": 0.375, "sql_quality": 0.3125,
+                                   "result_relevance": 0.3125, "answer_faithfulness": 0.0}
+    assert r.score == 100.0
+    assert r.subscores["answer_faithfulness"] is None
+
+
+def test_null_faithfulness_worked_example():
+    # 10 * (0.3*8 + 0.25*6 + 0.25*4) / 0.8 = 10 * 4.9 / 0.8 = 61.25 -> 61.2 (half-even on the binary value)
+    r = score_turn(subs(8, 6, 4, None), NO_FACTS, RUBRIC)
+    assert r.raw_score == pytest.approx(61.25)
+    assert r.contributions["intent_understood"] == pytest.approx(30.0)
+    assert r.band == "partial"
+
+
+def test_weighted_mean_worked_example():
+    # 10 * (0.3*9 + 0.25*8 + 0.25*7 + 0.2*6) = 10 * 7.65 = 76.5
+    r = score_turn(subs(9, 8, 7, 6), NO_FACTS, RUBRIC)
+    assert r.raw_score == pytest.approx(76.5)
+    assert r.score == 76.5 and r.band == "partial"
+    assert r.contributions == pytest.approx({"intent_understood": 27.0, "sql_quality": 20.0,
+                                             "result_relevance": 17.5, "answer_faithfulness": 12.0})
+
+
+def test_all_sql_failed_caps_at_25():
+    facts = trajectory_facts(make_turn([sql("error"), sql("timeout")]))
+    assert facts.all_sql_failed and facts.ended_on_failure
+    r = score_turn(subs(9, 9, 9, 9), facts, RUBRIC)
+    assert r.score == 25.0 and r.band == "poor"
+    binding = [c for c in r.caps if c.name == "all_sql_failed"][0]
+    assert binding.triggered and binding.applied
+    assert any("capped at 25" in n for n in r.notes)
+
+
+def test_unrecovered_final_failure_caps_at_70():
+    facts = trajectory_facts(make_turn([sql("ok"), sql("error")]))
+    assert facts.ended_on_failure and not facts.all_sql_failed
+    r = score_turn(subs(10, 10, 10, 10), facts, RUBRIC)
+    assert r.score == 70.0 and r.band == "partial"
+
+
+def test_no_steps_caps_at_40():
+    facts = trajectory_facts(make_turn([]))
+    assert facts.no_tools and facts.n_sql_executed == 0
+    r = score_turn(subs(10, 10, 10, 10), facts, RUBRIC)
+    assert r.score == 40.0 and r.band == "poor"
+
+
+def test_timeout_then_successful_retry_is_not_penalised():
+    facts = trajectory_facts(make_turn([sql("timeout"), sql("ok")]))
+    assert facts.recovered_errors == 1 and not facts.ended_on_failure and not facts.all_sql_failed
+    r = score_turn(subs(10, 10, 10, 10), facts, RUBRIC)
+    assert r.score == 100.0
+    assert any("recovered" in n and "no penalty" in n for n in r.notes)
+    assert not any(c.triggered for c in r.caps)
+
+
+def test_guardrail_block_only_is_not_capped():
+    facts = trajectory_facts(make_turn([sql("blocked")]))
+    assert facts.n_sql_executed == 0 and facts.n_sql_blocked == 1
+    assert not facts.all_sql_failed and not facts.ended_on_failure and not facts.no_tools
+    assert score_turn(subs(10, 10, 10, 10), facts, RUBRIC).score == 100.0
+
+
+def test_cap_that_does_not_bite_is_recorded():
+    facts = trajectory_facts(make_turn([sql("ok"), sql("error")]))
+    r = score_turn(subs(5, 5, 5, 5), facts, RUBRIC)
+    cap = [c for c in r.caps if c.name == "ended_on_failure"][0]
+    assert cap.triggered and not cap.applied and r.score == 50.0
+
+
+@pytest.mark.parametrize("score,band", [(80.0, "good"), (79.9, "partial"), (50.0, "partial"), (49.9, "poor"),
+                                        (100.0, "good"), (0.0, "poor")])
+def test_band_edges(score, band):
+    # intent only rubric makes score = 10 * intent exactly; build the score from a single dimension
+    rubric = RUBRIC.with_weights({"intent_understood": 1, "sql_quality": 0, "result_relevance": 0,
+                                  "answer_faithfulness": 0})
+    r = score_turn(subs(score / 10, 0, 0, 0), NO_FACTS, rubric)
+    assert r.score == score and r.band == band
+    assert RUBRIC.band(score) == band
+
+
+def test_clamping_is_noted():
+    r = score_turn(subs(12, -1, 10, 10), NO_FACTS, RUBRIC)
+    assert r.subscores["intent_understood"] == 10 and r.subscores["sql_quality"] == 0
+    assert sum("clamped" in n for n in r.notes) == 2
+
+
+def test_missing_required_dimension_is_an_error():
+    with pytest.raises(ValueError, match="sql_quality"):
+        score_turn({"intent_understood": 5, "result_relevance": 5, "answer_faithfulness": 5}, NO_FACTS)
+    with pytest.raises(ValueError, match="unknown dimension"):
+        score_turn({**subs(5, 5, 5, 5), "vibes": 3}, NO_FACTS)
+    with pytest.raises(ValueError, match="no_tools"):
+        score_turn(subs(5, 5, 5, 5), {"all_sql_failed": False, "ended_on_failure": False})
+
+
+def test_verdict_mismatch_is_a_note_not_a_change():
+    a = score_turn(subs(9, 9, 9, 9), NO_FACTS, judge_verdict="poor")
+    b = score_turn(subs(9, 9, 9, 9), NO_FACTS)
+    assert a.score == b.score and a.verdict_matches_band is False
+    assert any("differs from band" in n for n in a.notes)
+
+
+# -- rubric ------------------------------------------------------------------------------------------
+def test_rubric_id_is_a_content_hash():
+    r = Rubric.default()
+    same = r.with_weights(r.weights.as_dict(), name="renamed")
+    assert same.id == r.id
+    for changed in (r.with_weights({"intent_understood": 0.35, "sql_quality": 0.25, "result_relevance": 0.2,
+                                    "answer_faithfulness": 0.2}),
+                    r.replace(caps={"all_sql_failed": 20, "ended_on_failure": 70, "no_tools": 40}),
+                    r.replace(bands={"good": 85, "partial": 50}),
+                    r.replace(row_horizon=50), r.replace(prompt_version="judge_v2")):
+        assert changed.id != r.id
+
+
+@pytest.mark.parametrize("weights,msg", [
+    ({"intent_understood": 0.5, "sql_quality": 0.25, "result_relevance": 0.25, "answer_faithfulness": 0.2}, "sum to 1"),
+    ({"intent_understood": -0.1, "sql_quality": 0.45, "result_relevance": 0.45, "answer_faithfulness": 0.2}, "greater than or equal"),
+])
+def test_bad_weights_are_clear_errors(weights, msg):
+    with pytest.raises(ValueError, match=msg):
+        Rubric.default().with_weights(weights)
+
+
+# -- properties ----------------------------------------------------------------------------------------
+subscore = st.integers(min_value=0, max_value=10)
+maybe_subscore = st.one_of(st.none(), subscore)
+facts_st = st.fixed_dictionaries({f: st.booleans() for f in CAP_FACTS})
+
+
+@given(subscore, subscore, subscore, maybe_subscore, facts_st)
+def test_score_within_bounds_and_caps_never_raise(i, s, r, f, facts):
+    capped = score_turn(subs(i, s, r, f), facts)
+    uncapped = score_turn(subs(i, s, r, f), NO_FACTS)
+    assert 0.0 <= capped.score <= 100.0
+    assert capped.score <= uncapped.score
+    assert capped.score <= round(capped.raw_score, 1)
+
+
+@given(subscore, subscore, subscore, maybe_subscore, facts_st, st.sampled_from(DIMENSIONS), st.integers(1, 10))
+def test_raising_a_subscore_never_lowers_the_score(i, s, r, f, facts, dim, bump):
+    base = subs(i, s, r, f)
+    if base[dim] is None:
+        return
+    raised = {**base, dim: min(10, base[dim] + bump)}
+    assert score_turn(raised, facts).score >= score_turn(base, facts).score
+
+
+@settings(max_examples=50)
+@given(st.lists(st.tuples(subscore, subscore, subscore, maybe_subscore, facts_st), min_size=1, max_size=40))
+def test_score_frame_equals_score_turn(rows):
+    df = pd.DataFrame([{**subs(i, s, r, np.nan if f is None else f), **facts} for i, s, r, f, facts in rows])
+    out = score_frame(df)
+    for k, (i, s, r, f, facts) in enumerate(rows):
+        one = score_turn(subs(i, s, r, f), facts)
+        assert out["raw_score"].iloc[k] == one.raw_score or (math.isnan(one.raw_score))
+        assert out["score"].iloc[k] == one.score
+        assert out["band"].iloc[k] == one.band
+
+
+weight_vec = st.lists(st.floats(min_value=0.05, max_value=1.0), min_size=4, max_size=4)
+delta_vec = st.lists(st.floats(min_value=-0.05, max_value=0.05), min_size=4, max_size=4)
+
+
+@given(subscore, subscore, subscore, maybe_subscore, delta_vec)
+def test_moving_weights_by_005_moves_score_by_at_most_5_points(i, s, r, f, deltas):
+    nominal = RUBRIC.weights.as_dict()
+    moved = {d: max(0.0, nominal[d] + dx) for d, dx in zip(DIMENSIONS, deltas)}
+    other = RUBRIC.with_weights(moved, normalise=True)
+    a = score_turn(subs(i, s, r, f), NO_FACTS, RUBRIC).raw_score
+    b = score_turn(subs(i, s, r, f), NO_FACTS, other).raw_score
+    assert abs(a - b) <= 5.0 + 1e-9
+
+
+def test_score_frame_rejects_unjudged_rows_and_missing_columns():
+    df = pd.DataFrame([{**subs(5, np.nan, 5, 5), **NO_FACTS}], index=["eu-0007"])
+    with pytest.raises(ValueError, match="eu-0007"):
+        score_frame(df)
+    with pytest.raises(ValueError, match="no_tools"):
+        score_frame(pd.DataFrame([subs(5, 5, 5, 5)]))
+
+
+def test_score_frame_band_is_categorical_and_input_untouched():
+    df = pd.DataFrame([{**subs(8, 8, 8, 8), **NO_FACTS}, {**subs(2, 2, 2, np.nan), **NO_FACTS}])
+    out = score_frame(df)
+    assert list(out["band"]) == ["good", "poor"] and "score" not in df.columns
+    assert list(out["band"].cat.categories) == ["good", "partial", "poor"]
