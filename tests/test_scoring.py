@@ -209,18 +209,17 @@ def test_score_frame_equals_score_turn(rows):
         assert out["band"].iloc[k] == one.band
 
 
-weight_vec = st.lists(st.floats(min_value=0.05, max_value=1.0), min_size=4, max_size=4)
-delta_vec = st.lists(st.floats(min_value=-0.05, max_value=0.05), min_size=4, max_size=4)
-
-
-@given(subscore, subscore, subscore, maybe_subscore, delta_vec)
-def test_moving_weights_by_005_moves_score_by_at_most_5_points(i, s, r, f, deltas):
+@given(subscore, subscore, subscore, maybe_subscore, facts_st, st.sampled_from(DIMENSIONS),
+       st.floats(min_value=-0.05, max_value=0.05))
+def test_moving_one_weight_by_005_moves_score_by_at_most_5_points(i, s, r, f, facts, dim, delta):
+    # One nominal weight moves by delta, then all four are renormalised to sum to 1. Analytically the
+    # raw score moves by 10*|delta|*|s_k - mean|/(W_obs + delta) <= 4.6 points for axon-v1.
     nominal = RUBRIC.weights.as_dict()
-    moved = {d: max(0.0, nominal[d] + dx) for d, dx in zip(DIMENSIONS, deltas)}
-    other = RUBRIC.with_weights(moved, normalise=True)
-    a = score_turn(subs(i, s, r, f), NO_FACTS, RUBRIC).raw_score
-    b = score_turn(subs(i, s, r, f), NO_FACTS, other).raw_score
-    assert abs(a - b) <= 5.0 + 1e-9
+    other = RUBRIC.with_weights({**nominal, dim: nominal[dim] + delta}, normalise=True)
+    a = score_turn(subs(i, s, r, f), facts, RUBRIC)
+    b = score_turn(subs(i, s, r, f), facts, other)
+    assert abs(a.raw_score - b.raw_score) <= 5.0
+    assert abs(a.score - b.score) <= 5.0 + 0.05  # rounding to 0.1 can add half a tenth
 
 
 def test_score_frame_rejects_unjudged_rows_and_missing_columns():

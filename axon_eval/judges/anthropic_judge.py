@@ -1,0 +1,185 @@
+"""Claude judge: ``anthropic:<model>`` through ``anthropic.AsyncAnthropic`` (SDK 2.x).
+
+Request (``client.messages.create``):
+
+* ``system``: the versioned prompt (``prompts/<version>.md``) as one text block carrying
+  ``cache_control: {"type": "ephemeral"}``, so the shared prefix is written to the prompt cache once
+  and read back on later calls (``usage.cache_creation_input_tokens`` / ``cache_read_input_tokens``);
+* ``messages``: one user message with a short preamble and the rendered evidence view;
+* ``output_config={"format": {"type": "json_schema", "schema": verdict_json_schema()}}``: structured
+  outputs. The reply text is parsed by our own :func:`parse_verdict` (range checks: the API does not
+  enforce ``minimum``/``maximum``);
+* ``temperature`` and ``max_tokens`` are parameters; ``stop_reason == "max_tokens"`` gives an error record.
+
+Key: read only from the ``ANTHROPIC_API_KEY`` environment variable when the judge is built; missing ->
+:class:`MissingApiKey` before any work. The one exception is a ``base_url`` on this machine (a local fake
+server for tests and benchmarks), which gets the dummy key ``"local-server-no-key"``. The key is never
+written to records, logs or reprs.
+
+Large runs: :meth:`AnthropicJudge.judge_batch` uses Message Batches (``custom_id`` = the verdict cache
+key, 64 hex characters, which satisfies the API's ``^[a-zA-Z0-9_-]{1,64}$``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import anthropic
+
+from ..view import EvidenceView
+from ._llm import USER_PREAMBLE, Completion, LLMJudge, is_loopback_url
+from .base import JudgeRecord, MissingApiKey, verdict_json_schema
+from .prices import TokenUsage
+
+LOCAL_DUMMY_KEY = "local-server-no-key"
+
+
+def _completion_from_message(message: Any) -> Completion:
+    text = "".join(getattr(b, "text", "") for b in (message.content or []) if getattr(b, "type", None) == "text")
+    usage = message.usage
+    tokens = TokenUsage(
+        input_tokens=int(usage.input_tokens or 0),
+        output_tokens=int(usage.output_tokens or 0),
+        cache_read_tokens=int(usage.cache_read_input_tokens or 0),
+        cache_creation_tokens=int(usage.cache_creation_input_tokens or 0),
+    )
+    stop = message.stop_reason
+    refusal = text or "stop_reason=refusal" if stop == "refusal" else None
+    return Completion(text=text or None, stop_reason=stop, truncated=stop == "max_tokens", usage=tokens,
+                      refusal=refusal, request_id=getattr(message, "_request_id", None) or message.id)
+
+
+class AnthropicJudge(LLMJudge):
+    """``anthropic:<model>``; see the module docstring. Options as :class:`~._llm.LLMJudge`."""
+
+    provider = "anthropic"
+    connection_errors = (anthropic.APIConnectionError,)
+
+    def __init__(self, model: str, **options: Any) -> None:
+        super().__init__(model, **options)
+        key = os.environ.get("ANTHROPIC_API_KEY")
+        if not key:
+            if not is_loopback_url(self.base_url):
+                raise MissingApiKey(
+                    f"judge {self.judge_id!r} needs the ANTHROPIC_API_KEY environment variable "
+                    "(no key was found; set it, or use the offline 'heuristic' judge)")
+            key = LOCAL_DUMMY_KEY
+        self._api_key = key
+
+    def __repr__(self) -> str:  # never show the key
+        return f"AnthropicJudge({self.judge_id!r})"
+
+    def _new_client(self, http_client: Any) -> anthropic.AsyncAnthropic:
+        kwargs: dict[str, Any] = dict(api_key=self._api_key, max_retries=self.max_retries, timeout=self.timeout_s)
+        if self.base_url:
+            kwargs["base_url"] = self.base_url
+        if http_client is not None:
+            kwargs["http_client"] = http_client
+        return anthropic.AsyncAnthropic(**kwargs)
+
+    def _status_of(self, exc: BaseException) -> int | None:
+        return exc.status_code if isinstance(exc, anthropic.APIStatusError) else None
+
+    def request_params(self, view: EvidenceView) -> dict[str, Any]:
+        """The ``messages.create`` parameters for ``view`` (also the ``params`` of a batch request)."""
+        return {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "system": [{"type": "text", "text": self.prompt.text, "cache_control": {"type": "ephemeral"}}],
+            "messages": [{"role": "user", "content": [{"type": "text", "text": USER_PREAMBLE + view.text}]}],
+            "output_config": {"format": {"type": "json_schema", "schema": verdict_json_schema()}},
+        }
+
+    async def _complete(self, view: EvidenceView) -> Completion:
+        message = await self.client().messages.create(**self.request_params(view))
+        return _completion_from_message(message)
+
+    # -- Message Batches -------------------------------------------------------------------------------
+    async def ajudge_batch(self, views: Sequence[EvidenceView], *, samples: int = 1, cache: Any = None,
+                           poll_interval: float = 30.0, timeout: float = 24 * 3600.0) -> list[JudgeRecord]:
+        """Judge ``views`` (x ``samples``) through one Message Batch; records in input order.
+
+        Cache hits are served without submitting. Requests are deduplicated by cache key (identical
+        views share one request). The batch is polled every ``poll_interval`` seconds until
+        ``processing_status == "ended"``; results arrive in any order and are matched by
+        ``custom_id``. ``errored``, ``expired`` and ``canceled`` results, and requests missing from the
+        results, become error records. If ``timeout`` seconds pass first, the batch is cancelled and
+        the unfinished requests become error records. Submission failures give error records for all.
+        Every record carries ``extra["batch_id"]``; costs use the batch discount.
+        """
+        jobs = [(v, s) for v in views for s in range(samples)]
+        keys = [self.cache_key(v, s) for v, s in jobs]
+        out: list[JudgeRecord | None] = [None] * len(jobs)
+        pending: dict[str, list[int]] = {}
+        for i, ((view, s), key) in enumerate(zip(jobs, keys, strict=True)):
+            hit = cache.get(key) if cache is not None else None
+            if hit is not None:
+                out[i] = hit.model_copy(update={"segment_id": view.segment_id, "cached": True, "cache_key": key})
+            else:
+                pending.setdefault(key, []).append(i)
+        if not pending:
+            return [r for r in out if r is not None]
+        client = self.client()
+        start = time.perf_counter()
+        try:
+            requests = [{"custom_id": key, "params": self.request_params(jobs[idx[0]][0])}
+                        for key, idx in pending.items()]
+            batch = await client.messages.batches.create(requests=requests)
+            batch_id = batch.id
+            deadline = time.monotonic() + timeout
+            while batch.processing_status != "ended":
+                if time.monotonic() >= deadline:
+                    await client.messages.batches.cancel(batch_id)
+                    batch = await client.messages.batches.retrieve(batch_id)
+                    if batch.processing_status != "ended":
+                        raise TimeoutError(f"batch {batch_id} did not end within {timeout} s; cancel requested")
+                    break
+                await asyncio.sleep(poll_interval)
+                batch = await client.messages.batches.retrieve(batch_id)
+            results: dict[str, Any] = {}
+            async for line in await client.messages.batches.results(batch_id):
+                results[line.custom_id] = line.result
+        except Exception as exc:
+            message = f"message batch failed: {self.describe_error(exc)}"
+            for idx in pending.values():
+                for i in idx:
+                    view, s = jobs[i]
+                    out[i] = self.error_record(view, s, message)
+            return [r for r in out if r is not None]
+        finally:
+            await self.aclose()
+        wall_ms = (time.perf_counter() - start) * 1000.0
+        for key, idx in pending.items():
+            result = results.get(key)
+            for i in idx:
+                view, s = jobs[i]
+                extra = {"batch_id": batch_id, "batch_wall_ms": round(wall_ms, 1)}
+                if result is None:
+                    rec = self.error_record(view, s, f"request {key} missing from the results of batch {batch_id}",
+                                            extra=extra)
+                elif result.type == "succeeded":
+                    rec = self.record_from_completion(view, s, _completion_from_message(result.message),
+                                                      latency_ms=None, batch=True, extra=extra)
+                elif result.type == "errored":
+                    err = result.error.error
+                    rec = self.error_record(view, s, f"batch request errored: {err.type}: {err.message}",
+                                            extra=extra)
+                else:  # expired | canceled
+                    rec = self.error_record(view, s, f"batch request {result.type} (batch {batch_id})", extra=extra)
+                if rec.judged and cache is not None:
+                    cache.put(key, rec, view_sha256=view.sha256)
+                out[i] = rec
+        return [r for r in out if r is not None]
+
+    def judge_batch(self, views: Sequence[EvidenceView], *, samples: int = 1, cache: Any = None,
+                    poll_interval: float = 30.0, timeout: float = 24 * 3600.0) -> list[JudgeRecord]:
+        """Synchronous :meth:`ajudge_batch`."""
+        from .base import run_sync
+
+        return run_sync(lambda: self.ajudge_batch(views, samples=samples, cache=cache,
+                                                  poll_interval=poll_interval, timeout=timeout))
