@@ -51,7 +51,7 @@ class ToolStep(_Model):
     args: dict[str, Any] = Field(default_factory=dict)
     output: Any = None
     error: str | None = None
-    elapsed_ms: float | None = Field(default=None, ge=0)
+    elapsed_ms: int | float | None = Field(default=None, ge=0)
 
 
 class SqlStep(_Model):
@@ -68,7 +68,7 @@ class SqlStep(_Model):
     columns: list[str] = Field(default_factory=list)
     rows: list[list[Any]] = Field(default_factory=list)
     row_count: int | None = Field(default=None, ge=0)
-    elapsed_ms: float | None = Field(default=None, ge=0)
+    elapsed_ms: int | float | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")
     def _check_shape(self) -> SqlStep:

@@ -96,7 +96,7 @@ class LLMJudge(Judge):
     provider: ClassVar[str]
     connection_errors: ClassVar[tuple[type[BaseException], ...]] = ()
 
-    def __init__(self, model: str, *, prompt_version: str = "judge_v1", temperature: float = 0.0,
+    def __init__(self, model: str, *, prompt_version: str = "judge_v1", temperature: float | None = 0.0,
                  max_tokens: int = 1024, max_retries: int = 2, retry_attempts: int = 3,
                  backoff_base_s: float = 1.0, backoff_cap_s: float = 30.0, timeout_s: float = 120.0,
                  base_url: str | None = None, http_client: Any = None) -> None:
@@ -109,7 +109,7 @@ class LLMJudge(Judge):
         self.model = model
         self.prompt: JudgePrompt = load_prompt(prompt_version)
         self.prompt_version = prompt_version
-        self.temperature = float(temperature)
+        self.temperature = None if temperature is None else float(temperature)
         self.max_tokens = int(max_tokens)
         self.max_retries = int(max_retries)
         self.retry_attempts = int(retry_attempts)
@@ -123,8 +123,12 @@ class LLMJudge(Judge):
         self.judge_id = self._make_judge_id()
 
     def _make_judge_id(self) -> str:
-        """``<provider>:<model>@<prompt_version>,t=<temperature>`` (+ ``,base=<url>`` for a custom server)."""
-        jid = f"{self.provider}:{self.model}@{self.prompt_version},t={self.temperature}"
+        """``<provider>:<model>@<prompt_version>,t=<temperature>`` (+ ``,base=<url>`` for a custom server).
+
+        ``t=default`` when no temperature is sent (the API's default sampling).
+        """
+        t = "default" if self.temperature is None else str(self.temperature)
+        jid = f"{self.provider}:{self.model}@{self.prompt_version},t={t}"
         return jid + (f",base={self.base_url}" if self.base_url else "")
 
     # -- SDK clients (one per event loop unless the caller supplied an HTTP client) ------------------

@@ -10,6 +10,11 @@ Request (``client.messages.create``):
   outputs. The reply text is parsed by our own :func:`parse_verdict` (range checks: the API does not
   enforce ``minimum``/``maximum``);
 * ``temperature`` and ``max_tokens`` are parameters; ``stop_reason == "max_tokens"`` gives an error record.
+  SDK 2.14's ``messages.create`` has no typed sampling arguments (``temperature`` was removed from its
+  signature and from the batch request type), so the default is ``temperature=None`` = not sent (the
+  model's default sampling; ``judge_id`` says ``t=default``). A number is sent as a raw body field
+  (``extra_body`` / the batch ``params``); a model that rejects it answers HTTP 400, which becomes a
+  non-retryable error record.
 
 Key: read only from the ``ANTHROPIC_API_KEY`` environment variable when the judge is built; missing ->
 :class:`MissingApiKey` before any work. The one exception is a ``base_url`` on this machine (a local fake
@@ -48,7 +53,7 @@ def _completion_from_message(message: Any) -> Completion:
         cache_creation_tokens=int(usage.cache_creation_input_tokens or 0),
     )
     stop = message.stop_reason
-    refusal = text or "stop_reason=refusal" if stop == "refusal" else None
+    refusal = (text or "stop_reason=refusal") if stop == "refusal" else None
     return Completion(text=text or None, stop_reason=stop, truncated=stop == "max_tokens", usage=tokens,
                       refusal=refusal, request_id=getattr(message, "_request_id", None) or message.id)
 
@@ -60,6 +65,7 @@ class AnthropicJudge(LLMJudge):
     connection_errors = (anthropic.APIConnectionError,)
 
     def __init__(self, model: str, **options: Any) -> None:
+        options.setdefault("temperature", None)
         super().__init__(model, **options)
         key = os.environ.get("ANTHROPIC_API_KEY")
         if not key:
@@ -84,16 +90,22 @@ class AnthropicJudge(LLMJudge):
     def _status_of(self, exc: BaseException) -> int | None:
         return exc.status_code if isinstance(exc, anthropic.APIStatusError) else None
 
-    def request_params(self, view: EvidenceView) -> dict[str, Any]:
-        """The ``messages.create`` parameters for ``view`` (also the ``params`` of a batch request)."""
-        return {
+    def request_params(self, view: EvidenceView, *, for_batch: bool = False) -> dict[str, Any]:
+        """The ``messages.create`` keyword arguments for ``view``; with ``for_batch`` the ``params`` of a
+        batch request (a plain body, so a temperature is a top-level field instead of ``extra_body``)."""
+        params: dict[str, Any] = {
             "model": self.model,
             "max_tokens": self.max_tokens,
-            "temperature": self.temperature,
             "system": [{"type": "text", "text": self.prompt.text, "cache_control": {"type": "ephemeral"}}],
             "messages": [{"role": "user", "content": [{"type": "text", "text": USER_PREAMBLE + view.text}]}],
             "output_config": {"format": {"type": "json_schema", "schema": verdict_json_schema()}},
         }
+        if self.temperature is not None:
+            if for_batch:
+                params["temperature"] = self.temperature
+            else:
+                params["extra_body"] = {"temperature": self.temperature}
+        return params
 
     async def _complete(self, view: EvidenceView) -> Completion:
         message = await self.client().messages.create(**self.request_params(view))
@@ -127,7 +139,7 @@ class AnthropicJudge(LLMJudge):
         client = self.client()
         start = time.perf_counter()
         try:
-            requests = [{"custom_id": key, "params": self.request_params(jobs[idx[0]][0])}
+            requests = [{"custom_id": key, "params": self.request_params(jobs[idx[0]][0], for_batch=True)}
                         for key, idx in pending.items()]
             batch = await client.messages.batches.create(requests=requests)
             batch_id = batch.id

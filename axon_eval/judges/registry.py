@@ -1,0 +1,269 @@
+"""Build judges from spec strings.
+
+Valid forms (nest freely)::
+
+    heuristic                                   offline deterministic judge (code only)
+    anthropic:<model>                           Claude through the Anthropic API
+    openai:<model>[@<base_url>]                 any OpenAI-compatible server
+    repeat(<spec>, <n>)                         n samples per view
+    ensemble(<spec>, <spec>, ..., reducer=mean|median|majority)
+    replay(<run folder>)                        records of an earlier run (quote paths with , or ))
+    noise(<spec>, sd=<points>, seed=<int>)      labelled simulation of judge noise
+
+Grammar (a small recursive-descent parser over balanced parentheses)::
+
+    spec   := call | leaf
+    call   := WRAPPER "(" arg ("," arg)* ")"         WRAPPER in repeat, ensemble, replay, noise
+    arg    := KEY "=" value | spec | quoted
+    value  := quoted | text up to the next top-level "," or ")"
+    leaf   := text up to the next top-level "," or ")" (e.g. ``openai:m@http://127.0.0.1:8000/v1``)
+    quoted := '...' | "..."
+
+``build_judge(spec, **options)`` passes ``options`` (``temperature``, ``max_tokens``, ``max_retries``,
+``retry_attempts``, ``backoff_base_s``, ``backoff_cap_s``, ``timeout_s``, ``prompt_version``,
+``http_client``) to every API judge in the spec; the heuristic judge takes none.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .base import Judge
+
+VALID_FORMS = (
+    "heuristic",
+    "anthropic:<model>",
+    "openai:<model>[@<base_url>]",
+    "repeat(<spec>, <n>)",
+    "ensemble(<spec>, <spec>, ..., reducer=mean|median|majority)",
+    "replay(<run folder>)",
+    "noise(<spec>, sd=<points>, seed=<int>)",
+)
+WRAPPERS = ("repeat", "ensemble", "replay", "noise")
+_KEYWORD = re.compile(r"([A-Za-z_]\w*)\s*=(?!=)")
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+class SpecError(ValueError):
+    """A judge spec that does not parse or names no known judge; the message lists the valid forms."""
+
+    def __init__(self, spec: str, problem: str) -> None:
+        self.spec = spec
+        self.problem = problem
+        forms = "\n  ".join(VALID_FORMS)
+        super().__init__(f"invalid judge spec {spec!r}: {problem}\nvalid forms:\n  {forms}")
+
+
+@dataclass
+class Leaf:
+    text: str
+
+
+@dataclass
+class Quoted:
+    text: str
+
+
+@dataclass
+class Call:
+    name: str
+    args: list[Leaf | Quoted | Call] = field(default_factory=list)
+    kwargs: dict[str, str] = field(default_factory=dict)
+
+
+class _Parser:
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+        self.pos = 0
+
+    def error(self, problem: str) -> SpecError:
+        return SpecError(self.spec, f"{problem} (at character {self.pos})")
+
+    def skip_ws(self) -> None:
+        while self.pos < len(self.spec) and self.spec[self.pos].isspace():
+            self.pos += 1
+
+    def peek(self) -> str:
+        return self.spec[self.pos] if self.pos < len(self.spec) else ""
+
+    def parse(self) -> Leaf | Quoted | Call:
+        node = self.node()
+        self.skip_ws()
+        if self.pos != len(self.spec):
+            raise self.error(f"unexpected {self.spec[self.pos:]!r} after a complete spec")
+        return node
+
+    def node(self) -> Leaf | Quoted | Call:
+        self.skip_ws()
+        if self.peek() in ("'", '"'):
+            return Quoted(self.quoted())
+        m = _NAME.match(self.spec, self.pos)
+        if m:
+            after = self.pos + len(m.group(0))
+            rest = self.spec[after:].lstrip()
+            if rest.startswith("("):
+                self.pos = self.spec.index("(", after) + 1
+                return self.call(m.group(0))
+        text = self.raw()
+        if not text:
+            raise self.error("empty spec")
+        return Leaf(text)
+
+    def quoted(self) -> str:
+        quote = self.spec[self.pos]
+        end = self.spec.find(quote, self.pos + 1)
+        if end < 0:
+            raise self.error(f"unterminated quoted string starting with {quote}")
+        text = self.spec[self.pos + 1:end]
+        self.pos = end + 1
+        return text
+
+    def raw(self) -> str:
+        """Text up to the next top-level ',' or ')' (parentheses inside must balance)."""
+        start, depth = self.pos, 0
+        while self.pos < len(self.spec):
+            ch = self.spec[self.pos]
+            if ch == "(":
+                depth += 1
+            elif ch == ")":
+                if depth == 0:
+                    break
+                depth -= 1
+            elif ch == "," and depth == 0:
+                break
+            self.pos += 1
+        if depth:
+            raise self.error("unbalanced parentheses")
+        return self.spec[start:self.pos].strip()
+
+    def call(self, name: str) -> Call:
+        node = Call(name)
+        self.skip_ws()
+        if self.peek() == ")":
+            self.pos += 1
+            return node
+        while True:
+            self.skip_ws()
+            m = _KEYWORD.match(self.spec, self.pos)
+            if m:
+                self.pos = m.end()
+                self.skip_ws()
+                value = self.quoted() if self.peek() in ("'", '"') else self.raw()
+                if m.group(1) in node.kwargs:
+                    raise self.error(f"{name}(): keyword {m.group(1)!r} given twice")
+                node.kwargs[m.group(1)] = value
+            else:
+                if node.kwargs:
+                    raise self.error(f"{name}(): positional argument after a keyword argument")
+                node.args.append(self.node())
+            self.skip_ws()
+            ch = self.peek()
+            if ch == ",":
+                self.pos += 1
+                continue
+            if ch == ")":
+                self.pos += 1
+                return node
+            raise self.error(f"{name}(...): expected ',' or ')'" + (" but the spec ended" if not ch else f", got {ch!r}"))
+
+
+def parse_spec(spec: str) -> Leaf | Quoted | Call:
+    """Parse a spec string into a small tree (``Leaf`` / ``Quoted`` / ``Call``); ``SpecError`` on bad syntax."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise SpecError(str(spec), "empty spec")
+    return _Parser(spec).parse()
+
+
+def _number(spec: str, where: str, text: str, kind: type) -> Any:
+    try:
+        return kind(text)
+    except ValueError:
+        raise SpecError(spec, f"{where} must be {'an integer' if kind is int else 'a number'}, got {text!r}") from None
+
+
+def _build(node: Leaf | Quoted | Call, spec: str, options: dict[str, Any]) -> Judge:
+    if isinstance(node, Quoted):
+        node = Leaf(node.text)
+    if isinstance(node, Leaf):
+        text = node.text
+        if text == "heuristic":
+            from .heuristic import HeuristicJudge  # lazy: written and owned elsewhere
+
+            return HeuristicJudge()
+        kind, sep, rest = text.partition(":")
+        if sep and kind == "anthropic" and rest:
+            from .anthropic_judge import AnthropicJudge
+
+            return AnthropicJudge(rest, **options)
+        if sep and kind == "openai" and rest:
+            from .openai_judge import OpenAIJudge
+
+            model, at, base_url = rest.partition("@")
+            if not model or (at and not base_url):
+                raise SpecError(spec, f"openai spec {text!r} needs openai:<model>[@<base_url>]")
+            return OpenAIJudge(model, **({**options, "base_url": base_url} if at else options))
+        raise SpecError(spec, f"unknown judge {text!r}")
+    from .wrappers import EnsembleJudge, NoiseJudge, RepeatJudge, ReplayJudge
+
+    def check_kwargs(allowed: set[str]) -> None:
+        unknown = sorted(set(node.kwargs) - allowed)
+        if unknown:
+            raise SpecError(spec, f"{node.name}() got unknown keyword {unknown[0]!r}; allowed: {sorted(allowed)}")
+
+    if node.name == "repeat":
+        check_kwargs({"n"})
+        args = list(node.args)
+        if "n" in node.kwargs:
+            n_text = node.kwargs["n"]
+        elif len(args) == 2 and isinstance(args[1], Leaf):
+            n_text = args.pop().text
+        else:
+            raise SpecError(spec, "repeat needs repeat(<spec>, <n>)")
+        if len(args) != 1:
+            raise SpecError(spec, f"repeat takes one judge spec, got {len(args)}")
+        n = _number(spec, "repeat n", n_text, int)
+        if n < 1:
+            raise SpecError(spec, f"repeat n must be >= 1, got {n}")
+        return RepeatJudge(_build(args[0], spec, options), n)
+    if node.name == "ensemble":
+        check_kwargs({"reducer"})
+        reducer = node.kwargs.get("reducer", "mean")
+        if len(node.args) < 2:
+            raise SpecError(spec, f"ensemble needs at least 2 member specs, got {len(node.args)}")
+        if reducer not in ("mean", "median", "majority"):
+            raise SpecError(spec, f"unknown ensemble reducer {reducer!r}; expected mean, median or majority")
+        return EnsembleJudge([_build(a, spec, options) for a in node.args], reducer=reducer)
+    if node.name == "replay":
+        check_kwargs(set())
+        if len(node.args) != 1:
+            raise SpecError(spec, "replay needs replay(<run folder>)")
+        arg = node.args[0]
+        if isinstance(arg, Call):
+            raise SpecError(spec, "replay takes a run folder, not a judge spec")
+        return ReplayJudge(arg.text)
+    if node.name == "noise":
+        check_kwargs({"sd", "seed"})
+        if len(node.args) != 1:
+            raise SpecError(spec, f"noise takes one judge spec, got {len(node.args)}")
+        if "sd" not in node.kwargs:
+            raise SpecError(spec, "noise needs sd=<points>")
+        sd = _number(spec, "noise sd", node.kwargs["sd"], float)
+        seed = _number(spec, "noise seed", node.kwargs.get("seed", "0"), int)
+        if sd < 0:
+            raise SpecError(spec, f"noise sd must be >= 0, got {sd}")
+        return NoiseJudge(_build(node.args[0], spec, options), sd=sd, seed=seed)
+    raise SpecError(spec, f"unknown wrapper {node.name}(...); wrappers are {', '.join(WRAPPERS)}")
+
+
+def build_judge(spec: str, **options: Any) -> Judge:
+    """Build a judge from ``spec`` (forms in the module docstring).
+
+    ``options`` go to every API judge in the spec. Raises :class:`SpecError` (a ``ValueError`` listing
+    the valid forms) for an unknown or malformed spec, and ``MissingApiKey`` when an API judge's key is
+    not in the environment.
+    """
+    judge = _build(parse_spec(spec), spec, dict(options))
+    judge.spec = spec.strip()
+    return judge

@@ -1,0 +1,220 @@
+"""Tests of the bundled sample data and its deterministic generator (axon_eval.fixtures)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import sqlite3
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from axon_eval.events import assemble_turns
+from axon_eval.evidence import load_turns, split_segments, trajectory_facts
+from axon_eval.fixtures import build_all
+from axon_eval.fixtures.build import LABEL_COLUMNS
+from axon_eval.fixtures.scenarios import DEFECT_TAGS
+from axon_eval.fixtures.warehouse import table_contents
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "data"
+WAREHOUSE = DATA / "warehouse" / "sports.sqlite"
+TURNS = DATA / "turns" / "sample_turns.jsonl"
+LABELS = DATA / "turns" / "labels.csv"
+EVENTS = DATA / "events" / "sample_events.jsonl"
+GENERATED_TEXT = [
+    "turns/sample_turns.jsonl", "turns/labels.csv", "events/sample_events.jsonl",
+    "README.md", "warehouse/README.md",
+]
+
+
+@pytest.fixture(scope="module")
+def rebuilt(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("data")
+    build_all(out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def turns():
+    loaded, invalid = load_turns(TURNS)
+    assert invalid == [], [str(i) for i in invalid]
+    return loaded
+
+
+@pytest.fixture(scope="module")
+def labels() -> list[dict[str, str]]:
+    with LABELS.open(newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+# --- determinism -----------------------------------------------------------------------------
+def test_rebuild_is_deterministic_and_matches_committed_data(rebuilt: Path):
+    assert table_contents(rebuilt / "warehouse" / "sports.sqlite") == table_contents(WAREHOUSE)
+    for rel in GENERATED_TEXT:
+        assert (rebuilt / rel).read_bytes() == (DATA / rel).read_bytes(), f"{rel} differs from a rebuild"
+
+
+def test_second_rebuild_is_identical(rebuilt: Path, tmp_path: Path):
+    build_all(tmp_path)
+    assert table_contents(tmp_path / "warehouse" / "sports.sqlite") == \
+        table_contents(rebuilt / "warehouse" / "sports.sqlite")
+    for rel in GENERATED_TEXT:
+        assert (tmp_path / rel).read_bytes() == (rebuilt / rel).read_bytes()
+
+
+# --- warehouse -------------------------------------------------------------------------------
+def test_warehouse_shape_and_scores_consistent_with_events():
+    assert WAREHOUSE.stat().st_size < 5 * 1024 * 1024
+    conn = sqlite3.connect(f"file:{WAREHOUSE}?mode=ro", uri=True)
+    try:
+        assert conn.execute("SELECT COUNT(*) FROM seasons").fetchone()[0] >= 4
+        assert conn.execute("SELECT COUNT(*) FROM teams").fetchone()[0] >= 12
+        stages = {r[0] for r in conn.execute("SELECT DISTINCT stage FROM matches")}
+        assert stages == {"pool", "quarter-final", "semi-final", "final"}
+        kinds = {r[0] for r in conn.execute("SELECT DISTINCT event_type FROM match_events")}
+        assert kinds == {"try", "conversion", "penalty", "drop_goal", "yellow_card", "red_card"}
+        points = ("CASE e.event_type WHEN 'try' THEN 5 WHEN 'conversion' THEN 2 "
+                  "WHEN 'penalty' THEN 3 WHEN 'drop_goal' THEN 3 ELSE 0 END")
+        for side in ("home", "away"):
+            bad = conn.execute(f"""
+                SELECT COUNT(*) FROM matches m WHERE m.{side}_score <> (
+                    SELECT COALESCE(SUM({points}), 0) FROM match_events e
+                    WHERE e.match_id = m.match_id AND e.team_id = m.{side}_team_id)""").fetchone()[0]
+            assert bad == 0
+        # conversions never outnumber tries for a side in a match
+        assert conn.execute("""
+            SELECT COUNT(*) FROM (
+              SELECT match_id, team_id, SUM(event_type = 'try') AS t, SUM(event_type = 'conversion') AS c
+              FROM match_events GROUP BY match_id, team_id) WHERE c > t""").fetchone()[0] == 0
+        # at least one side scored exactly seven tries
+        assert conn.execute("""
+            SELECT COUNT(*) FROM (SELECT match_id, team_id FROM match_events WHERE event_type = 'try'
+                                  GROUP BY match_id, team_id HAVING COUNT(*) = 7)""").fetchone()[0] >= 1
+        # knockout matches are never drawn
+        assert conn.execute(
+            "SELECT COUNT(*) FROM matches WHERE stage <> 'pool' AND home_score = away_score").fetchone()[0] == 0
+    finally:
+        conn.close()
+
+
+# --- captured turns --------------------------------------------------------------------------
+def test_turns_validate_and_cover_the_axes(turns):
+    assert len(turns) >= 80
+    assert {t.region for t in turns} == {"eu", "us"}
+    assert {"web", "slack", "mcp"} <= {t.surface for t in turns}
+    assert len({t.client for t in turns}) >= 4
+    for t in turns:
+        assert re.fullmatch(r"(eu|us)-\d{4}", t.turn_id)
+        assert (t.captured_at.year, t.captured_at.month) == (2026, 7)
+        assert (t.answer is None) == (t.surface == "mcp")
+
+
+def test_ok_sql_reproduces_against_the_warehouse(turns):
+    conn = sqlite3.connect(f"file:{WAREHOUSE}?mode=ro", uri=True)
+    try:
+        n = 0
+        for t in turns:
+            for step in t.sql_steps:
+                if step.status == "ok":
+                    cur = conn.execute(step.sql)
+                    rows = [list(r) for r in cur.fetchall()]
+                    assert [d[0] for d in cur.description] == step.columns, t.turn_id
+                    assert step.row_count == len(rows), t.turn_id
+                    assert len(step.rows) == min(len(rows), 50), t.turn_id
+                    assert rows[:len(step.rows)] == step.rows, t.turn_id
+                    n += 1
+                elif step.status == "error":
+                    with pytest.raises(sqlite3.Error) as exc:
+                        conn.execute(step.sql).fetchall()
+                    assert str(exc.value) == step.error, t.turn_id
+                else:
+                    assert step.rows == [] and step.error
+        assert n >= 60
+    finally:
+        conn.close()
+
+
+def test_every_scenario_and_defect_tag_appears_at_least_three_times(labels):
+    per_turn = {r["turn_id"]: r["scenario"] for r in labels}
+    counts = Counter(per_turn.values())
+    for tag in DEFECT_TAGS:
+        assert counts[tag] >= 3, (tag, counts[tag])
+
+
+def test_labels_cover_every_segment_exactly_once(turns, labels):
+    with LABELS.open(newline="", encoding="utf-8") as fh:
+        assert next(csv.reader(fh)) == LABEL_COLUMNS
+    expected = [s.segment_id for t in turns for s in split_segments(t)]
+    got = [r["segment_id"] for r in labels]
+    assert sorted(got) == sorted(expected) and len(set(got)) == len(got)
+    by_id = {t.turn_id: t for t in turns}
+    for r in labels:
+        turn = by_id[r["turn_id"]]
+        assert r["verdict"] in {"good", "partial", "poor"}
+        for dim in ("intent_understood", "sql_quality", "result_relevance"):
+            lo, hi = int(r[f"{dim}_min"]), int(r[f"{dim}_max"])
+            assert 0 <= lo <= hi <= 10
+        if turn.answer is None:
+            assert r["answer_faithfulness_min"] == r["answer_faithfulness_max"] == ""
+            assert r["unsupported_claims"] == ""
+        else:
+            assert 0 <= int(r["answer_faithfulness_min"]) <= int(r["answer_faithfulness_max"]) <= 10
+        for claim in filter(None, r["unsupported_claims"].split(";")):
+            assert claim in turn.answer, (r["segment_id"], claim)
+
+
+def test_scenarios_have_their_defining_trajectories(turns, labels):
+    scenario = {r["turn_id"]: r["scenario"] for r in labels}
+    seen = Counter()
+    for t in turns:
+        s, facts = scenario[t.turn_id], trajectory_facts(t)
+        if s == "no_tools":
+            assert t.steps == [] and facts.no_tools
+        if s == "all_sql_failed":
+            assert facts.all_sql_failed and t.answer and re.search(r"\d", t.answer)
+        if s == "unrecovered_failure":
+            assert facts.ended_on_failure and not facts.all_sql_failed
+        if s == "recovered_timeout":
+            assert any(st.status == "timeout" for st in t.sql_steps)
+            assert t.sql_steps[-1].status == "ok" and facts.recovered_errors >= 1
+        if s == "guardrail_block":
+            assert any(st.status == "blocked" for st in t.sql_steps)
+        if s == "schema_discovery":
+            assert t.steps and not t.sql_steps
+        if s == "beyond_horizon":
+            assert max(st.row_count for st in t.sql_steps) >= 25
+        if s == "bundled":
+            assert len(split_segments(t)) >= 2
+        if s == "prompt_injection":
+            text = (t.answer or "") + json.dumps([st.rows for st in t.sql_steps])
+            assert "ignore previous instructions" in text.lower()
+        if t.surface == "mcp":
+            seen[s] += 1
+    assert len(seen) >= 5  # mcp captures spread over several scenarios
+
+
+# --- event stream ----------------------------------------------------------------------------
+def test_event_stream_assembles_to_the_stored_turns(turns):
+    events = [json.loads(line) for line in EVENTS.read_text(encoding="utf-8").splitlines() if line]
+    result = assemble_turns(events)
+    assert result.invalid == []
+    by_id = {t.turn_id: t for t in turns}
+    assert len(result.turns) >= 10
+    for t in result.turns:
+        assert t == by_id[t.turn_id]
+    assert any(len(split_segments(t)) > 1 for t in result.turns)
+    assert any(t.surface == "mcp" for t in result.turns)
+    assert len(result.incomplete) == 1
+    assert result.incomplete[0].turn_id not in by_id
+
+
+# --- separation of labels and judges ---------------------------------------------------------
+def test_no_judge_reads_labels_or_imports_fixtures():
+    judges = ROOT / "axon_eval" / "judges"
+    pattern = re.compile(r"labels\.csv|axon_eval\.fixtures|from\s+\.\.fixtures|from\s+\.\.\s+import\s+fixtures")
+    offenders = [str(p) for p in judges.rglob("*") if p.is_file() and p.suffix in {".py", ".md", ".yaml", ".txt"}
+                 and pattern.search(p.read_text(encoding="utf-8", errors="replace"))]
+    assert offenders == []
