@@ -115,7 +115,7 @@ def band_shares_by(results: pd.DataFrame, by: str) -> Figure:
         ax.text(1.01, i, f"n={n}" + (f", {u} unjudged" if u else ""), va="center", fontsize=8)
     ax.set_xlim(0, 1.25)
     ax.set_xlabel("share of judged segments")
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=len(BANDS), fontsize=8, frameon=False)
     ax.set_title(f"Bands by {by}")
     return fig
 

@@ -371,6 +371,38 @@ def test_claude_batch_with_succeeded_errored_expired_and_canceled(anthropic_key)
     assert state["polls"] >= 2
 
 
+def test_claude_batch_uses_the_cache_and_deduplicates_identical_views(anthropic_key, tmp_path):
+    seen: list[str] = []
+    submitted: list[list[str]] = []
+    ended = {"id": "msgbatch_2", "type": "message_batch", "created_at": "2026-07-20T09:00:00Z",
+             "expires_at": "2026-07-21T09:00:00Z", "processing_status": "ended",
+             "results_url": "https://api.anthropic.com/v1/messages/batches/msgbatch_2/results",
+             "request_counts": {"processing": 0, "succeeded": 2, "errored": 0, "canceled": 0, "expired": 0}}
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append(f"{request.method} {request.url.path}")
+        if request.method == "POST":
+            submitted.append([r["custom_id"] for r in json.loads(request.content)["requests"]])
+            return httpx2.Response(200, json=ended)
+        if request.url.path.endswith("/results"):
+            lines = [{"custom_id": cid, "result": {"type": "succeeded", "message": anthropic_message_json(json.dumps(GOOD))}}
+                     for cid in submitted[-1]]
+            return httpx2.Response(200, content="\n".join(json.dumps(x) for x in lines).encode())
+        return httpx2.Response(200, json=ended)
+
+    a, b = make_views(2)
+    twin = EvidenceView(**{**a.__dict__, "segment_id": "twin"})
+    judge = AnthropicJudge("claude-haiku-4-5", http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)),
+                           max_retries=0)
+    cache = VerdictCache(tmp_path / "c.sqlite")
+    first = judge.judge_batch([a, twin, b], cache=cache, poll_interval=0.001)
+    assert [r.segment_id for r in first] == ["t0", "twin", "t1"] and all(r.judged for r in first)
+    assert len(submitted) == 1 and len(submitted[0]) == 2, "identical views share one batch request"
+    n_requests = len(seen)
+    second = judge.judge_batch([a, twin, b], cache=cache, poll_interval=0.001)
+    assert len(seen) == n_requests and all(r.cached for r in second)
+
+
 # -- OpenAI-compatible judge ------------------------------------------------------------------------------
 def openai_judge(handler: Recorder, monkeypatch, **options) -> OpenAIJudge:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-test-not-real")

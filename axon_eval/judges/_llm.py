@@ -91,6 +91,11 @@ class LLMJudge(Judge):
     Subclasses implement :meth:`_new_client` (an SDK client for the running event loop),
     :meth:`_complete` (one API call -> :class:`Completion`) and :meth:`_status_of` (HTTP status of an
     SDK exception or ``None``) and set ``provider`` and ``connection_errors``.
+
+    Without ``http_client`` an SDK client is created per event loop (``judge()`` from sync code runs a
+    fresh loop each time) and closed by :meth:`aclose`. A caller-supplied ``http_client`` (an
+    ``httpx2.AsyncClient``: the installed SDKs are built on httpx2) is shared, never closed by us, and
+    must be used from a single event loop unless its transport keeps no connections (a mock transport).
     """
 
     provider: ClassVar[str]

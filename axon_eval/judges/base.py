@@ -27,8 +27,7 @@ import concurrent.futures
 import hashlib
 import json
 import math
-import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -394,9 +393,3 @@ def _progress_bar(total: int, label: str, enabled: bool) -> Any:
 
     return tqdm(total=total, desc=f"judging [{label}]", unit="judgement")
 
-
-async def timed(awaitable: Awaitable[T]) -> tuple[T, float]:
-    """Await and return ``(result, elapsed milliseconds)`` (monotonic clock)."""
-    start = time.perf_counter()
-    result = await awaitable
-    return result, (time.perf_counter() - start) * 1000.0

@@ -1,0 +1,452 @@
+"""Evaluation runs: run folders, manifests, resume, re-judge, re-score, summaries, report, safety.
+
+The judges here are small real ``Judge`` subclasses defined in this file (deterministic verdicts derived
+from the segment id), so the tests do not depend on any particular judge implementation.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from axon_eval import cli
+from axon_eval.evidence import parse_turn_lines
+from axon_eval.judges.base import Judge, JudgeRecord, Verdict
+from axon_eval.rubric import DIMENSIONS, Rubric
+from axon_eval.runs import (
+    RESULT_COLUMNS,
+    InputChangedError,
+    MixedResultsError,
+    evaluate,
+    file_sha256,
+    load_run,
+    new_run_dir,
+    redact_secrets,
+    rejudge,
+    rescore,
+    summarise,
+)
+from axon_eval.report import write_report
+from axon_eval import summaries
+
+CANARY = "sk-ant-canary-0123456789abcdef0123456789"
+SCORE_COLUMNS = ["segment_id", "sample_index", *DIMENSIONS, "raw_score", "score", "band", "judge_verdict",
+                 "caps_applied", "notes", "status", "error", "judge_id", "rubric_id", "view_sha256"]
+
+
+# -- evidence ------------------------------------------------------------------------------------------
+def turn_line(i: int, *, status: str = "ok", answer: str | None = "There were 4 tries.", n_rows: int = 3,
+              question: str | None = None, steps: list | None = None) -> str:
+    """One evidence line: turn ``t<i>`` with one SQL step of ``n_rows`` rows (or the given steps)."""
+    if steps is None:
+        ok = status == "ok"
+        steps = [{"kind": "sql", "sql": f"SELECT team, tries FROM finals WHERE year = {2000 + i}", "status": status,
+                  "error": None if ok else "relation does not exist",
+                  "columns": ["team", "tries"] if ok else [],
+                  "rows": [[f"team-{k}", k] for k in range(n_rows)] if ok else [],
+                  "row_count": n_rows if ok else None}]
+    return json.dumps({"schema_version": 1, "turn_id": f"t{i:03d}", "captured_at": "2026-07-20T09:14:03Z",
+                       "region": "eu" if i % 2 else "us", "surface": ("web", "slack", "mcp")[i % 3],
+                       "client": f"client-{'abc'[i % 3]}", "question": question or f"How many tries in final {i}?",
+                       "answer": answer, "steps": steps})
+
+
+def sample_lines(n: int = 12) -> list[str]:
+    lines = []
+    for i in range(n):
+        status = "error" if i % 5 == 4 else "ok"
+        answer = None if i % 4 == 3 else f"Answer {i}."
+        lines.append(turn_line(i, status=status, answer=answer, n_rows=30 if i == 1 else 3))
+    # a bundled turn (two questions -> two segments) and a turn with no tools at all
+    lines.append(turn_line(90, question="1. How many tries? 2. Who scored them?"))
+    lines.append(turn_line(91, steps=[]))
+    return lines
+
+
+def write_lines(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+# -- judges ------------------------------------------------------------------------------------------
+class ScriptedJudge(Judge):
+    """Deterministic verdicts from the segment id; counts the verdicts it actually produced."""
+
+    model = "scripted-model"
+    prompt_version = "judge_v1"
+
+    def __init__(self, judge_id: str = "scripted/v1", *, fail: frozenset[str] = frozenset(), offset: int = 0) -> None:
+        self.judge_id = judge_id
+        self.fail = fail
+        self.offset = offset
+        self.calls = 0
+
+    def verdict_for(self, view) -> Verdict:
+        n = sum(map(ord, view.segment_id)) + self.offset
+        return Verdict(intent_understood=10 - n % 4, sql_quality=(n // 3) % 11, result_relevance=(n // 7) % 11,
+                       answer_faithfulness=None if view.answer is None else (n // 5) % 11,
+                       verdict=("good", "partial", "poor")[n % 3],
+                       explanation=f"rows show {view.segment_id} <b>not markup</b>")
+
+    async def ajudge(self, view, sample_index: int = 0) -> JudgeRecord:
+        if view.segment_id in self.fail:
+            return self.error_record(view, sample_index, f"judge could not grade {view.segment_id}: HTTP 529")
+        self.calls += 1
+        return JudgeRecord(segment_id=view.segment_id, judge_id=self.judge_id, model=self.model,
+                           prompt_version=self.prompt_version, sample_index=sample_index,
+                           verdict=self.verdict_for(view), input_tokens=100, output_tokens=20, cost_usd=0.001)
+
+
+class SimulatedCrash(BaseException):
+    """Stands for the process dying (Ctrl-C, OOM kill): not an ordinary judgement failure."""
+
+
+class CrashingJudge(ScriptedJudge):
+    """Gives ``crash_after`` verdicts, then every further call crashes the run."""
+
+    def __init__(self, crash_after: int, **kw) -> None:
+        super().__init__(**kw)
+        self.crash_after = crash_after
+
+    async def ajudge(self, view, sample_index: int = 0) -> JudgeRecord:
+        if self.calls >= self.crash_after:
+            raise SimulatedCrash(f"simulated crash after {self.crash_after} verdicts")
+        return await super().ajudge(view, sample_index)
+
+
+@pytest.fixture()
+def evidence(tmp_path: Path) -> Path:
+    return write_lines(tmp_path / "turns.jsonl", sample_lines())
+
+
+def run_eval(evidence: Path, judge: Judge, out: Path, **kw):
+    return evaluate(evidence, judge, Rubric.default(), out_dir=out, progress=False, figures=False, **kw)
+
+
+# -- the run folder ----------------------------------------------------------------------------------
+def test_evaluate_writes_a_complete_run_folder(tmp_path, evidence):
+    judge = ScriptedJudge(fail=frozenset({"t002"}))
+    res = evaluate(evidence, judge, "axon-v1", out_dir=tmp_path / "runs", name="unit", progress=False,
+                   params={"note": "unit test"}, seed=7)
+    folder = res.run_dir
+    assert folder.parent == tmp_path / "runs"
+    assert folder.name.endswith("_unit_scripted-v1") and folder.name[10] == "T" and folder.name[17] == "Z"
+    for name in ("params.json", "manifest.json", "results.parquet", "verdicts.jsonl", "audit.jsonl",
+                 "invalid.jsonl"):
+        assert (folder / name).is_file(), name
+    assert sorted(p.name for p in (folder / "figures").glob("*.png")) == [
+        "caps.png", "dimensions.png", "score_distribution.png", "verdict_vs_band.png"]
+    assert not [p for p in folder.rglob("*") if p.name.endswith(".tmp")], "temporary files left behind"
+
+    m = json.loads((folder / "manifest.json").read_text())
+    assert m["status"] == "complete" and m["kind"] == "evaluate" and m["name"] == "unit"
+    assert m["judge_id"] == "scripted/v1" and m["judge_model"] == "scripted-model"
+    assert m["prompt_version"] == "judge_v1"
+    rubric = Rubric.default()
+    assert m["rubric_id"] == rubric.id and m["rubric_name"] == "axon-v1"
+    assert m["rubric"]["weights"] == rubric.weights.as_dict() and m["rubric"]["row_horizon"] == 20
+    assert m["rubric"]["caps"] == rubric.caps.as_dict()
+    assert set(m["packages"]) == {"axon_eval", "pandas", "numpy", "anthropic", "openai", "papermill",
+                                  "pydantic", "sqlglot"}
+    assert m["git_commit"] and m["git_dirty"] in (True, False, "unknown")
+    assert m["input_files"] == {str(evidence): file_sha256(evidence)} and m["turns_file"] == str(evidence)
+    assert m["seed"] == 7 and m["params"]["note"] == "unit test" and m["params"]["seed"] == 7
+    assert m["started_at"].endswith("Z") and m["ended_at"].endswith("Z")
+    # 14 turns, the bundled one splits in two -> 15 segments; t002 failed at the judge
+    assert m["counts"] == {"turns": 14, "segments": 15, "judged": 14, "unjudged": 1, "invalid": 0}
+    assert m["cache_hits"] == 0 and m["cache_misses"] == 15
+    assert m["input_tokens"] == 1400 and m["output_tokens"] == 280
+    assert m["cost_usd"] == pytest.approx(0.014)
+    assert json.loads((folder / "params.json").read_text())["note"] == "unit test"
+
+    results = pd.read_parquet(folder / "results.parquet")
+    assert list(results.columns) == list(RESULT_COLUMNS)
+    assert len(results) == 15 and results["segment_id"].is_unique
+    assert set(results.loc[results["turn_id"] == "t090", "segment_id"]) == {"t090#1", "t090#2"}
+    bad = results.set_index("segment_id").loc["t002"]
+    assert bad["status"] == "unjudged" and "HTTP 529" in bad["error"]
+    assert math.isnan(bad["score"]) and math.isnan(bad["raw_score"]) and pd.isna(bad["band"])
+    good = results[results["status"] == "judged"]
+    assert good["score"].notna().all() and good["error"].isna().all()
+    # no answer captured -> faithfulness NaN, not 0
+    assert results.set_index("segment_id").loc["t003", "answer_faithfulness"] != 0
+    assert math.isnan(results.set_index("segment_id").loc["t003", "answer_faithfulness"])
+    no_tools = results.set_index("segment_id").loc["t091"]
+    assert no_tools["no_tools"] and no_tools["score"] <= 40 and "no_tools" in no_tools["caps_applied"]
+
+    verdict_lines = (folder / "verdicts.jsonl").read_text().splitlines()
+    records = [JudgeRecord.model_validate_json(line) for line in verdict_lines]
+    assert [r.segment_id for r in records] == results["segment_id"].tolist()
+
+    audit = [json.loads(line) for line in (folder / "audit.jsonl").read_text().splitlines()]
+    t001 = next(a for a in audit if a["segment_id"] == "t001")
+    assert t001["score"]["score"] == results.set_index("segment_id").loc["t001", "score"]
+    assert set(t001["score"]) >= {"subscores", "nominal_weights", "effective_weights", "contributions",
+                                  "raw_score", "caps", "notes", "band"}
+    sql = t001["steps"][0]
+    assert sql["sql"].startswith("SELECT team, tries") and len(sql["rows"]) == 20 and sql["row_count"] == 30
+    assert len(t001["view_sha256"]) == 64 and t001["row_horizon"] == 20
+
+
+def test_loaded_run_matches_what_evaluate_returned(tmp_path, evidence):
+    res = run_eval(evidence, ScriptedJudge(), tmp_path)
+    run = load_run(res.run_dir)
+    pd.testing.assert_frame_equal(run.results, res.results)
+    assert run.manifest == res.manifest
+    assert [r.segment_id for r in run.verdicts] == [r.segment_id for r in res.records]
+    assert run.audit == json.loads(json.dumps(res.audit))
+
+
+def test_run_folders_are_never_overwritten(tmp_path, evidence):
+    from datetime import datetime, timezone
+
+    now = datetime(2026, 7, 20, 9, 14, 3, tzinfo=timezone.utc)
+    a = new_run_dir(tmp_path, "evaluate", "anthropic:claude-x", now=now)
+    b = new_run_dir(tmp_path, "evaluate", "anthropic:claude-x", now=now)
+    assert a.name == "2026-07-20T091403Z_evaluate_anthropic-claude-x"
+    assert b.name == a.name + "-2"
+    res = run_eval(evidence, ScriptedJudge(), tmp_path)
+    with pytest.raises(FileExistsError, match="never overwritten"):
+        run_eval(evidence, ScriptedJudge(), tmp_path, run_dir=res.run_dir)
+
+
+# -- re-score and re-judge ---------------------------------------------------------------------------
+def test_rescore_with_the_same_rubric_reproduces_scores_exactly(tmp_path, evidence):
+    judge = ScriptedJudge(fail=frozenset({"t005"}))
+    source = run_eval(evidence, judge, tmp_path)
+    calls = judge.calls
+    again = rescore(source.run_dir, Rubric.default(), figures=False)
+    assert judge.calls == calls
+    assert again.run_dir != source.run_dir and again.run_dir.parent == source.run_dir.parent
+    pd.testing.assert_frame_equal(again.results[SCORE_COLUMNS], source.results[SCORE_COLUMNS])
+    m = again.manifest
+    assert m.kind == "rescore" and m.source_run == str(source.run_dir) and m.status == "complete"
+    assert m.cache_hits == 0 and m.cache_misses == 0 and m.cost_usd == 0.0
+    assert m.input_files == source.manifest.input_files
+    assert load_run(again.run_dir).manifest.source_run == str(source.run_dir)
+
+
+def test_rescore_under_another_rubric_changes_only_the_arithmetic(tmp_path, evidence):
+    source = run_eval(evidence, ScriptedJudge(), tmp_path)
+    flat = Rubric.default().with_weights({d: 0.25 for d in DIMENSIONS}, name="flat")
+    other = rescore(source.run_dir, flat, figures=False)
+    assert other.manifest.rubric_id == flat.id != source.manifest.rubric_id
+    assert (other.results["rubric_id"] == flat.id).all()
+    assert other.results[list(DIMENSIONS)].equals(source.results[list(DIMENSIONS)])
+    assert not other.results["raw_score"].equals(source.results["raw_score"])
+    horizon = rescore(source.run_dir, Rubric.default().replace(row_horizon=5), figures=False)
+    assert any("row_horizon" in w for w in horizon.manifest.warnings)
+
+
+def test_rejudge_uses_the_recorded_evidence_and_names_its_source(tmp_path, evidence):
+    source = run_eval(evidence, ScriptedJudge(), tmp_path, limit=6)
+    other_judge = ScriptedJudge("scripted/v2", offset=1)
+    again = rejudge(source.run_dir, other_judge, progress=False, figures=False)
+    assert other_judge.calls == len(source.results)  # same limit, same segments
+    assert again.manifest.kind == "rejudge" and again.manifest.source_run == str(source.run_dir)
+    assert again.manifest.judge_id == "scripted/v2" and again.manifest.rubric_id == source.manifest.rubric_id
+    assert again.results["segment_id"].tolist() == source.results["segment_id"].tolist()
+    assert again.results["view_sha256"].tolist() == source.results["view_sha256"].tolist()
+    assert again.manifest.input_files == source.manifest.input_files
+    # the evidence file changed since: refuse
+    with evidence.open("a") as fh:
+        fh.write(turn_line(500) + "\n")
+    with pytest.raises(InputChangedError, match="SHA-256"):
+        rejudge(source.run_dir, other_judge, progress=False)
+
+
+# -- resume ------------------------------------------------------------------------------------------
+def test_crash_then_resume_pays_for_no_verdict_twice_and_equals_an_uninterrupted_run(tmp_path, evidence):
+    k = 5
+    out = tmp_path / "runs"
+    crashing = CrashingJudge(crash_after=k)
+    with pytest.raises(SimulatedCrash):
+        run_eval(evidence, crashing, out, concurrency=1, chunk_size=2)
+    assert crashing.calls == k
+    failed_dir = next(out.glob("*_evaluate_*"))
+    failed = json.loads((failed_dir / "manifest.json").read_text())
+    assert failed["status"] == "failed" and "SimulatedCrash" in failed["error"] and failed["ended_at"]
+    assert len((failed_dir / "verdicts.jsonl").read_text().splitlines()) == 4  # two finished chunks kept
+
+    resumed_judge = ScriptedJudge()  # same judge id and behaviour: the process restarted
+    resumed = run_eval(evidence, resumed_judge, out)
+    n = len(resumed.results)
+    assert resumed_judge.calls == n - k, "a verdict was paid for twice"
+    assert crashing.calls + resumed_judge.calls == n
+    assert resumed.manifest.cache_hits == k and resumed.manifest.cache_misses == n - k
+    assert int(resumed.results["cached"].sum()) == k
+    assert resumed.manifest.input_tokens == 100 * (n - k)  # cached verdicts cost nothing now
+    assert resumed.run_dir != failed_dir
+
+    fresh = run_eval(evidence, ScriptedJudge(), tmp_path / "elsewhere", cache=False)
+    pd.testing.assert_frame_equal(resumed.results[SCORE_COLUMNS], fresh.results[SCORE_COLUMNS])
+
+
+def test_judge_errors_are_not_cached_and_are_retried_on_the_next_run(tmp_path, evidence):
+    flaky = ScriptedJudge(fail=frozenset({"t001", "t004"}))
+    first = run_eval(evidence, flaky, tmp_path)
+    assert first.manifest.counts.unjudged == 2
+    healed = ScriptedJudge()
+    second = run_eval(evidence, healed, tmp_path)
+    assert healed.calls == 2 and second.manifest.counts.unjudged == 0
+
+
+# -- summaries ---------------------------------------------------------------------------------------
+def test_summaries_refuse_mixed_judges_unless_asked(tmp_path, evidence):
+    a = run_eval(evidence, ScriptedJudge("scripted/v1"), tmp_path).results
+    b = run_eval(evidence, ScriptedJudge("scripted/v2", offset=3), tmp_path).results
+    mixed = pd.concat([a, b], ignore_index=True)
+    with pytest.raises(MixedResultsError, match="scripted/v1.*scripted/v2"):
+        summarise(mixed)
+    with pytest.raises(MixedResultsError):
+        summaries.band_table(mixed)
+    s = summarise(mixed, allow_mixed=True)
+    assert s["mixed"] and "allow_mixed=True" in s["mixed"] and s["judge_ids"] == ["scripted/v1", "scripted/v2"]
+    assert "MIXED RESULTS" in summaries.format_summary(s)
+    rubric_mix = a.assign(rubric_id=["x"] * 3 + ["y"] * (len(a) - 3))
+    with pytest.raises(MixedResultsError, match="rubric ids"):
+        summarise(rubric_mix)
+
+
+def test_summary_counts_unjudged_separately_and_never_as_zero(tmp_path, evidence):
+    res = run_eval(evidence, ScriptedJudge(fail=frozenset({"t000", "t006"})), tmp_path)
+    s = res.summary()
+    judged = res.results[res.results["status"] == "judged"]
+    assert s["segments"] == 15 and s["judged"] == 13 and s["unjudged"] == 2
+    assert sum(s["band_counts"].values()) == 13
+    assert s["score"]["mean"] == pytest.approx(judged["score"].mean())
+    assert s["score"]["min"] == judged["score"].min()
+    assert [u["segment_id"] for u in s["unjudged_items"]] == ["t000", "t006"]
+    assert all("HTTP 529" in u["error"] for u in s["unjudged_items"])
+    low = summaries.lowest_scores(res.results, 1).iloc[0]
+    assert low["score"] == judged["score"].min() and low["reason"]
+
+
+def test_summary_tables_are_pure_functions_of_the_frame(tmp_path, evidence):
+    res = run_eval(evidence, ScriptedJudge(), tmp_path)
+    results = res.results.copy()
+    before = results.copy()
+    bands = summaries.band_table(results)
+    assert list(bands.index) == ["good", "partial", "poor"] and bands["count"].sum() == len(results)
+    caps = summaries.cap_table(results)
+    assert caps.loc["no_tools", "applied"] == 1 and caps.loc["all_sql_failed", "triggered"] == 2
+    table = summaries.verdict_crosstab(results)
+    assert table.loc["total", "total"] == len(results)
+    by_region = summaries.breakdown(results, "region")
+    assert by_region["segments"].sum() == len(results)
+    with pytest.raises(ValueError, match="not a results column"):
+        summaries.breakdown(results, "planet")
+    worst = summaries.worst_segments(results, 5)
+    assert worst["score"].is_monotonic_increasing and len(worst) == 5
+    pd.testing.assert_frame_equal(results, before)
+
+
+# -- bad input, report -------------------------------------------------------------------------------
+def test_bad_evidence_lines_are_listed_in_results_summary_and_report(tmp_path):
+    lines = sample_lines(6)
+    lines.insert(2, "{this is not json")
+    lines.insert(4, json.dumps({"schema_version": 1, "turn_id": "broken", "region": "eu"}))
+    lines.append(turn_line(1))  # duplicate turn id
+    evidence = write_lines(tmp_path / "turns.jsonl", lines)
+    res = run_eval(evidence, ScriptedJudge(fail=frozenset({"t000"})), tmp_path / "runs")
+    invalid = [json.loads(line) for line in (res.run_dir / "invalid.jsonl").read_text().splitlines()]
+    assert {i["line"] for i in invalid} == {3, 5, len(lines)}
+    assert res.manifest.counts.invalid == len(invalid) and res.manifest.counts.invalid >= 3
+    assert any("duplicate turn_id" in i["message"] for i in invalid)
+    s = res.summary()
+    assert s["invalid"] == len(invalid) and {i["line"] for i in s["invalid_items"]} == {3, 5, len(lines)}
+    text = summaries.format_summary(s)
+    assert "INVALID line 3" in text and "UNJUDGED t000" in text
+
+    report = write_report(res.run_dir)
+    assert report == res.run_dir / "report.html"
+    page = report.read_text()
+    assert "Invalid input lines (" in page and "not valid JSON" in page and "duplicate turn_id" in page
+    assert "Unjudged segments (1)" in page and "judge could not grade t000: HTTP 529" in page
+    assert "effective weight" in page and "SELECT team, tries FROM finals WHERE year = 2001" in page
+
+
+def test_report_escapes_every_piece_of_evidence(tmp_path):
+    nasty = "<script>alert('x')</script>"
+    steps = [{"kind": "sql", "sql": f"SELECT '{nasty}' AS note", "status": "ok", "columns": ["note"],
+              "rows": [[nasty]], "row_count": 1}]
+    evidence = write_lines(tmp_path / "turns.jsonl",
+                           [turn_line(1, question=f"What is {nasty}?", answer=f"It is {nasty}", steps=steps)])
+    res = run_eval(evidence, ScriptedJudge(), tmp_path / "runs")
+    page = write_report(res.run_dir).read_text()
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    assert "<b>not markup</b>" not in page and "&lt;b&gt;not markup&lt;/b&gt;" in page
+
+
+# -- safety ------------------------------------------------------------------------------------------
+def test_api_keys_are_never_written_to_a_run(tmp_path, evidence, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", CANARY)
+    monkeypatch.setenv("OPENAI_API_KEY", CANARY + "-openai")
+    res = run_eval(evidence, ScriptedJudge(fail=frozenset({"t001"})), tmp_path / "runs",
+                   params={"leaked_by_mistake": f"key={CANARY}"})
+    write_report(res.run_dir)
+    again = rescore(res.run_dir, Rubric.default())
+    assert res.manifest.params["leaked_by_mistake"] == "key=<redacted>"
+    for folder in (res.run_dir, again.run_dir):
+        for path in folder.rglob("*"):
+            if path.is_file():
+                assert CANARY.encode() not in path.read_bytes(), f"API key written to {path}"
+    assert redact_secrets({"a": [CANARY]}) == {"a": ["<redacted>"]}
+
+
+def test_evaluation_never_executes_evidence_sql(tmp_path, monkeypatch):
+    """Evidence SQL is data: a destructive statement is rendered and judged, never run anywhere."""
+    import sqlite3
+
+    executed: list[str] = []
+    real_connect = sqlite3.connect
+
+    class Spy(sqlite3.Connection):
+        def execute(self, sql, *args):  # noqa: D401 - sqlite3 signature
+            executed.append(sql)
+            return super().execute(sql, *args)
+
+    monkeypatch.setattr(sqlite3, "connect", lambda *a, **k: real_connect(*a, **{**k, "factory": Spy}))
+    steps = [{"kind": "sql", "sql": "DROP TABLE finals_canary_xyz", "status": "ok", "columns": [], "rows": [],
+              "row_count": 0}]
+    evidence = write_lines(tmp_path / "turns.jsonl", [turn_line(1, steps=steps)])
+    res = run_eval(evidence, ScriptedJudge(), tmp_path / "runs")
+    assert res.manifest.counts.judged == 1
+    assert executed, "the verdict cache should have used sqlite"
+    assert not [s for s in executed if "finals_canary_xyz" in s]
+
+
+# -- CLI ---------------------------------------------------------------------------------------------
+def test_cli_evaluate_rescore_rejudge_report(tmp_path, evidence, capsys):
+    source = run_eval(evidence, ScriptedJudge(), tmp_path / "src")
+    out = tmp_path / "cli"
+    code = cli.main(["evaluate", "--turns", str(evidence), "--judge", f"replay({source.run_dir})",
+                     "--out", str(out), "--limit", "4", "--name", "cli-eval", "--quiet"])
+    printed = capsys.readouterr().out
+    assert code == 0
+    folder = Path(printed.splitlines()[0].removeprefix("run folder: ").strip())
+    assert folder.parent == out and "_cli-eval_replay" in folder.name
+    assert "bands:" in printed and "judged:" in printed
+    run = load_run(folder)
+    assert run.manifest.counts.turns == 4 and run.manifest.params["limit"] == 4
+
+    assert cli.main(["rescore", str(folder), "--rubric", "axon-v1"]) == 0
+    rescored = Path(capsys.readouterr().out.splitlines()[0].split()[2])
+    assert load_run(rescored).manifest.source_run == str(folder)
+
+    assert cli.main(["rejudge", str(folder), "--judge", f"replay({source.run_dir})", "--quiet"]) == 0
+    rejudged = Path(capsys.readouterr().out.splitlines()[0].split()[2])
+    assert load_run(rejudged).manifest.kind == "rejudge"
+
+    assert cli.main(["report", str(folder)]) == 0
+    assert (folder / "report.html").exists() and "report:" in capsys.readouterr().out
+
+    assert cli.main(["evaluate", "--turns", str(evidence), "--judge", "no-such-judge", "--out", str(out)]) == 2
+    assert "invalid judge spec" in capsys.readouterr().err
+    assert cli.main(["rescore", str(tmp_path / "nope"), "--rubric", "axon-v1"]) == 2
+    assert "no manifest.json" in capsys.readouterr().err

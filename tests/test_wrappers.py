@@ -1,0 +1,236 @@
+"""repeat / ensemble / replay / noise wrappers, exercised with small real Judge subclasses."""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+from datetime import datetime, timezone
+
+import pytest
+
+from axon_eval.evidence import SqlStep, Turn
+from axon_eval.judges import Judge, JudgeRecord, Verdict, VerdictCache
+from axon_eval.judges.wrappers import EnsembleJudge, NoiseJudge, RepeatJudge, ReplayJudge
+from axon_eval.rubric import DIMENSIONS
+from axon_eval.view import EvidenceView, build_views
+
+CAPTURED = datetime(2026, 7, 20, 9, 0, tzinfo=timezone.utc)
+
+
+def make_views(n: int, answer: str | None = "42 orders.") -> list[EvidenceView]:
+    turns = [Turn(schema_version=1, turn_id=f"t{i}", captured_at=CAPTURED, region="eu", surface="web", client="c",
+                  question=f"How many orders in store {i}?", answer=answer,
+                  steps=[SqlStep(sql=f"SELECT {i}", status="ok", columns=["n"], rows=[[42]], row_count=1)])
+             for i in range(n)]
+    return build_views(turns, 20)
+
+
+class FixedJudge(Judge):
+    """Returns the same subscores for every view (or fails), counting calls per (segment, sample)."""
+
+    def __init__(self, name: str, scores: tuple, label: str = "good", *, fail: bool = False,
+                 sample_offset: bool = False) -> None:
+        self.judge_id = name
+        self.model = f"model-{name}"
+        self.prompt_version = "judge_v1"
+        self.scores = scores
+        self.label = label
+        self.fail = fail
+        self.sample_offset = sample_offset
+        self.calls: list[tuple[str, int]] = []
+
+    async def ajudge(self, view: EvidenceView, sample_index: int = 0) -> JudgeRecord:
+        self.calls.append((view.segment_id, sample_index))
+        if self.fail:
+            return self.error_record(view, sample_index, f"{self.judge_id} is down")
+        bump = sample_index if self.sample_offset else 0
+        scores = dict(zip(DIMENSIONS, self.scores, strict=True))
+        scores = {d: (None if v is None else min(10, v + bump)) for d, v in scores.items()}
+        return JudgeRecord(segment_id=view.segment_id, judge_id=self.judge_id, model=self.model,
+                           prompt_version=self.prompt_version, sample_index=sample_index,
+                           verdict=Verdict(**scores, verdict=self.label, explanation=f"{self.judge_id} says so"),
+                           input_tokens=100, output_tokens=10, cost_usd=0.001, latency_ms=5.0 + bump,
+                           cache_key=self.cache_key(view, sample_index))
+
+
+class RaisingJudge(FixedJudge):
+    async def ajudge(self, view: EvidenceView, sample_index: int = 0) -> JudgeRecord:
+        raise RuntimeError("bug in a judge")
+
+
+# -- repeat -------------------------------------------------------------------------------------------
+def test_repeat_returns_n_records_per_view_view_major(tmp_path):
+    inner = FixedJudge("a", (5, 5, 5, 5), sample_offset=True)
+    judge = RepeatJudge(inner, 3)
+    views = make_views(2)
+    records = judge.judge_many(views, progress=False)
+    assert [(r.segment_id, r.sample_index) for r in records] == [
+        ("t0", 0), ("t0", 1), ("t0", 2), ("t1", 0), ("t1", 1), ("t1", 2)]
+    assert [r.verdict.sql_quality for r in records] == [5, 6, 7, 5, 6, 7]
+    assert {r.judge_id for r in records} == {"a"} and judge.judge_id == "repeat(n=3)[a]"
+    samples = judge.judge_samples(views[0])
+    assert [r.sample_index for r in samples] == [0, 1, 2]
+    assert judge.judge(views[0], 2).sample_index == 2
+    # each sample index is its own cache entry; a second run makes no calls
+    cache = VerdictCache(tmp_path / "c.sqlite")
+    judge.judge_many(views, cache=cache, progress=False)
+    before = len(inner.calls)
+    again = judge.judge_many(views, cache=cache, progress=False)
+    assert len(inner.calls) == before and all(r.cached for r in again) and len(cache) == 6
+    assert len({r.cache_key for r in again}) == 6
+
+
+def test_repeat_rejects_bad_n():
+    with pytest.raises(ValueError, match="n >= 1"):
+        RepeatJudge(FixedJudge("a", (1, 1, 1, 1)), 0)
+
+
+# -- ensemble -------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("reducer", "expected"), [
+    ("mean", {"intent_understood": 7, "sql_quality": 6, "result_relevance": 20 / 3, "answer_faithfulness": 5}),
+    ("median", {"intent_understood": 8, "sql_quality": 6, "result_relevance": 6, "answer_faithfulness": 5}),
+    ("majority", {"intent_understood": 8, "sql_quality": 2, "result_relevance": 6, "answer_faithfulness": 4}),
+])
+def test_ensemble_reducers(reducer, expected):
+    members = [FixedJudge("a", (8, 6, 6, 4), "good"), FixedJudge("b", (8, 10, 6, 6), "partial"),
+               FixedJudge("c", (5, 2, 8, None), "partial")]
+    rec = EnsembleJudge(members, reducer).judge(make_views(1)[0])
+    assert rec.judged and rec.judge_id == f"ensemble(reducer={reducer})[a, b, c]"
+    for dim, value in expected.items():
+        assert getattr(rec.verdict, dim) == pytest.approx(value), dim
+    assert rec.verdict.verdict == "partial"  # majority of member verdicts
+    spread = rec.extra["spread"]
+    assert spread["sql_quality"] == {"sd": pytest.approx(statistics.pstdev([6, 10, 2])), "range": 8}
+    assert spread["answer_faithfulness"]["range"] == 2  # the null member is left out
+    assert rec.extra["disagreement"] is True and rec.extra["n_judged"] == 3
+    assert rec.input_tokens == 300 and rec.cost_usd == pytest.approx(0.003)
+
+
+def test_ensemble_mean_keeps_float_and_agreement_flag():
+    members = [FixedJudge("a", (7, 7, 7, 7)), FixedJudge("b", (8, 8, 8, 8))]
+    rec = EnsembleJudge(members, "mean").judge(make_views(1)[0])
+    assert rec.verdict.intent_understood == 7.5 and isinstance(rec.verdict.intent_understood, float)
+    assert rec.extra["disagreement"] is False
+    assert JudgeRecord.from_json_line(rec.to_json_line()) == rec
+
+
+def test_ensemble_member_failure_is_recorded_and_all_failed_is_an_error():
+    view = make_views(1)[0]
+    rec = EnsembleJudge([FixedJudge("a", (6, 6, 6, 6)), FixedJudge("b", (0, 0, 0, 0), fail=True),
+                         RaisingJudge("c", (0, 0, 0, 0))], "median").judge(view)
+    assert rec.judged and rec.verdict.sql_quality == 6 and rec.extra["n_judged"] == 1
+    errors = {m["judge_id"]: m["error"] for m in rec.extra["members"]}
+    assert errors["b"] == "b is down" and "bug in a judge" in errors["c"]
+    dead = EnsembleJudge([FixedJudge("a", (1, 1, 1, 1), fail=True), FixedJudge("b", (1, 1, 1, 1), fail=True)])
+    failed = dead.judge(view)
+    assert not failed.judged and "all 2 ensemble members failed" in failed.error
+
+
+def test_ensemble_majority_tie_breaks_towards_the_worse_band_and_lower_value():
+    rec = EnsembleJudge([FixedJudge("a", (9, 9, 9, 9), "good"), FixedJudge("b", (3, 3, 3, 3), "poor")],
+                        "majority").judge(make_views(1)[0])
+    assert rec.verdict.verdict == "poor" and rec.verdict.intent_understood == 3
+
+
+def test_ensemble_members_are_cached_individually(tmp_path):
+    a, b = FixedJudge("a", (5, 5, 5, 5)), FixedJudge("b", (7, 7, 7, 7))
+    cache = VerdictCache(tmp_path / "c.sqlite")
+    views = make_views(3)
+    EnsembleJudge([a, b]).judge_many(views, cache=cache, progress=False)
+    again = EnsembleJudge([a, b]).judge_many(views, cache=cache, progress=False)
+    assert len(a.calls) == len(b.calls) == 3 and len(cache) == 6
+    assert all(all(m["cached"] for m in r.extra["members"]) for r in again)
+
+
+def test_ensemble_needs_two_members_and_a_known_reducer():
+    with pytest.raises(ValueError, match="at least 2"):
+        EnsembleJudge([FixedJudge("a", (1, 1, 1, 1))])
+    with pytest.raises(ValueError, match="reducer"):
+        EnsembleJudge([FixedJudge("a", (1, 1, 1, 1)), FixedJudge("b", (1, 1, 1, 1))], "mode")
+
+
+# -- noise -----------------------------------------------------------------------------------------------
+def test_noise_is_seeded_order_independent_clamped_and_labelled():
+    views = make_views(30)
+    inner = FixedJudge("a", (10, 0, 5, 5))
+    judge = NoiseJudge(inner, sd=2.0, seed=7)
+    assert judge.judge_id == "noise(sd=2.0,seed=7)[a]"
+    forward = judge.judge_many(views, progress=False)
+    backward = NoiseJudge(inner, sd=2.0, seed=7).judge_many(list(reversed(views)), progress=False)
+    assert [r.verdict for r in forward] == [r.verdict for r in reversed(backward)]
+    values = [getattr(r.verdict, d) for r in forward for d in DIMENSIONS]
+    assert all(isinstance(v, int) and 0 <= v <= 10 for v in values)
+    assert len({r.verdict.result_relevance for r in forward}) > 1  # noise actually moves scores
+    assert all(r.extra["simulation"] and r.verdict.explanation.startswith("[SIMULATED NOISE") for r in forward)
+    other_seed = NoiseJudge(inner, sd=2.0, seed=8).judge_many(views, progress=False)
+    assert [r.verdict for r in other_seed] != [r.verdict for r in forward]
+    # the noise of a record depends on the sample index too
+    assert NoiseJudge(inner, 2.0, 7).judge(views[0], 1).extra["noise_draws"] != forward[0].extra["noise_draws"]
+
+
+def test_noise_sd_zero_is_identity_and_null_stays_null():
+    view = make_views(1, answer=None)[0]
+    rec = NoiseJudge(FixedJudge("a", (3, 4, 5, None)), sd=0.0, seed=1).judge(view)
+    assert rec.subscores() == {"intent_understood": 3, "sql_quality": 4, "result_relevance": 5,
+                               "answer_faithfulness": None}
+
+
+def test_noise_statistics_match_the_requested_sd():
+    views = make_views(400)
+    recs = NoiseJudge(FixedJudge("a", (5, 5, 5, 5)), sd=1.0, seed=3).judge_many(views, progress=False)
+    deltas = [r.verdict.sql_quality - 5 for r in recs]
+    assert abs(statistics.fmean(deltas)) < 0.2
+    assert 0.85 < statistics.pstdev(deltas) < 1.25  # sd of rounded N(0, 1) is about 1.04
+
+
+def test_noise_passes_errors_through():
+    rec = NoiseJudge(FixedJudge("a", (1, 1, 1, 1), fail=True), sd=1.0, seed=0).judge(make_views(1)[0])
+    assert not rec.judged and "a is down" in rec.error and rec.judge_id.startswith("noise(")
+
+
+# -- replay ----------------------------------------------------------------------------------------------
+def test_replay_serves_stored_records_and_flags_missing(tmp_path):
+    views = make_views(3)
+    original = RepeatJudge(FixedJudge("a", (4, 5, 6, 7), sample_offset=True), 2).judge_many(views[:2], progress=False)
+    run = tmp_path / "2026-07-20T090000Z_eval_a"
+    run.mkdir()
+    (run / "verdicts.jsonl").write_text("".join(r.to_json_line() + "\n" for r in original), encoding="utf-8")
+    replay = ReplayJudge(run)
+    assert replay.replayed_judge_ids == ["a"]
+    replayed = replay.judge_many(views[:2], samples=2, progress=False)
+    assert [r.verdict for r in replayed] == [r.verdict for r in original]
+    assert all(r.judge_id == "a" and r.extra["replayed_from"].endswith("verdicts.jsonl") for r in replayed)
+    missing = replay.judge(views[2])
+    assert not missing.judged and "not in replayed run" in missing.error
+    assert "not in replayed run" in replay.judge(views[0], 5).error
+
+
+def test_replay_rejects_missing_folder_and_bad_lines(tmp_path):
+    with pytest.raises(FileNotFoundError, match="verdicts.jsonl"):
+        ReplayJudge(tmp_path / "nope")
+    (tmp_path / "verdicts.jsonl").write_text('{"segment_id": "t0"}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"verdicts.jsonl:1"):
+        ReplayJudge(tmp_path)
+
+
+# -- judge_many robustness -----------------------------------------------------------------------------------
+def test_judge_many_turns_exceptions_into_error_records_and_bounds_concurrency():
+    class SlowJudge(FixedJudge):
+        active = 0
+        peak = 0
+
+        async def ajudge(self, view, sample_index=0):
+            SlowJudge.active += 1
+            SlowJudge.peak = max(SlowJudge.peak, SlowJudge.active)
+            await asyncio.sleep(0.01)
+            SlowJudge.active -= 1
+            if view.segment_id == "t2":
+                raise RuntimeError("boom")
+            return await super().ajudge(view, sample_index)
+
+    records = SlowJudge("s", (1, 2, 3, 4)).judge_many(make_views(12), concurrency=3, progress=False)
+    assert SlowJudge.peak == 3
+    assert [r.judged for r in records].count(False) == 1
+    assert records[2].error == "RuntimeError: boom"
+    with pytest.raises(ValueError, match="concurrency"):
+        SlowJudge("s", (1, 2, 3, 4)).judge_many(make_views(1), concurrency=0)
