@@ -131,7 +131,8 @@ def _summary_section(run: Run) -> str:
     out = ["<h2>Summary</h2>"]
     if s["mixed"]:
         out.append(f'<p class="warn">{esc(s["mixed"])}</p>')
-    out.append(f"<p>{s['segments']} segment result(s): {s['judged']} judged, {s['unjudged']} unjudged; "
+    out.append(f"<p>{s['segments']} segment(s), {s['rows']} result row(s): {s['judged']} judged, "
+               f"{s['unjudged']} unjudged; "
                f"{s['invalid']} invalid input line record(s). Shares are of the judged.</p>")
     rows = [(_band(b), s["band_counts"][b],
              "" if s["band_shares"][b] is None else f"{s['band_shares'][b]:.1%}") for b in BANDS]

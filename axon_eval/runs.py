@@ -39,10 +39,9 @@ import os
 import platform
 import re
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import lru_cache
 from importlib import metadata
@@ -109,6 +108,8 @@ _FLOAT_COLUMNS = (*DIMENSIONS, "raw_score", "score", "latency_ms", "cost_usd")
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.IGNORECASE)
 _MIN_SECRET_LEN = 8
 REDACTED = "<redacted>"
+#: Permissions of written files (``mkstemp`` would leave them owner-only).
+_FILE_MODE = 0o644
 
 
 class InputChangedError(RuntimeError):
@@ -177,6 +178,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(tmp, _FILE_MODE)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -251,6 +253,7 @@ def write_parquet(path: str | Path, frame: pd.DataFrame) -> Path:
     os.close(fd)
     try:
         frame.to_parquet(tmp, index=False)
+        os.chmod(tmp, _FILE_MODE)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

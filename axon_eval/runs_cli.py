@@ -24,6 +24,13 @@ from typing import Any
 _USAGE_ERRORS = (ValueError, FileNotFoundError, FileExistsError, TypeError, KeyError)
 
 
+def _judge_errors() -> tuple[type[BaseException], ...]:
+    """A missing API key is a usage error too (exit 2 before any work)."""
+    from .judges.base import MissingApiKey
+
+    return (MissingApiKey,)
+
+
 def _usage_error(exc: BaseException) -> int:
     print(f"error: {exc}", file=sys.stderr)
     return 2
@@ -63,7 +70,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         result = evaluate(Path(args.turns), args.judge, args.rubric, out_dir=args.out, name=args.name,
                           limit=args.limit, row_horizon=args.row_horizon, concurrency=args.concurrency,
                           seed=args.seed, cache=False if args.no_cache else None, progress=not args.quiet)
-    except _USAGE_ERRORS as exc:
+    except (*_judge_errors(), *_USAGE_ERRORS) as exc:
         return _usage_error(exc)
     print(f"run folder: {result.run_dir}")
     _print_summary(result)
@@ -77,7 +84,7 @@ def _cmd_rejudge(args: argparse.Namespace) -> int:
         result = rejudge(args.run, args.judge, rubric=args.rubric, out_dir=args.out, name=args.name,
                          concurrency=args.concurrency, cache=False if args.no_cache else None,
                          progress=not args.quiet)
-    except (InputChangedError, *_USAGE_ERRORS) as exc:
+    except (InputChangedError, *_judge_errors(), *_USAGE_ERRORS) as exc:
         return _usage_error(exc)
     print(f"run folder: {result.run_dir} (re-judged from {args.run})")
     _print_summary(result)

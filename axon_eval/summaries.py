@@ -116,7 +116,10 @@ def score_reason(row: Mapping[str, Any]) -> str:
     if not observed:
         return "no subscores"
     weakest = min(observed, key=lambda d: (observed[d], DIMENSIONS.index(d)))
-    return f"no cap; weighted subscores, weakest dimension {weakest} = {observed[weakest]:g}"
+    triggered = [f for f in CAP_FACTS if bool(row.get(f, False))]
+    cap_part = ("no cap triggered" if not triggered else
+                f"cap(s) {', '.join(triggered)} triggered but the weighted score was already below them")
+    return f"{cap_part}; weakest dimension {weakest} = {observed[weakest]:g}"
 
 
 def lowest_scores(results: pd.DataFrame, n: int = 1, *, allow_mixed: bool = False) -> pd.DataFrame:
@@ -250,7 +253,8 @@ def summarise(results: pd.DataFrame, *, invalid: Iterable[Any] = (), allow_mixed
               top: float = 100.0) -> dict[str, Any]:
     """Headline summary of a results frame as a plain (JSON-serialisable) dict.
 
-    Keys: ``segments``, ``judged``, ``unjudged``, ``invalid``, ``band_counts``, ``band_shares`` (of
+    Keys: ``segments`` (distinct segment ids), ``rows`` (results rows: one per segment and judge
+    sample), ``judged`` / ``unjudged`` (rows), ``invalid``, ``band_counts``, ``band_shares`` (of
     judged), ``score`` (mean / median / min / max), ``n_top`` (rows scoring ``top``), ``lowest``
     (segment, score, reason), ``verdict_agreement``, ``judge_ids``, ``rubric_ids``, ``mixed`` (a
     warning sentence or ``None``), ``unjudged_items`` and ``invalid_items`` (every one, with reasons).
@@ -263,8 +267,10 @@ def summarise(results: pd.DataFrame, *, invalid: Iterable[Any] = (), allow_mixed
     scores = pd.to_numeric(j["score"], errors="coerce")
     low = lowest_scores(results, 1, allow_mixed=True)
     invalid_rows = invalid_table(invalid)
+    n_segments = int(results["segment_id"].nunique()) if "segment_id" in results.columns else len(results)
     return {
-        "segments": len(results),
+        "segments": n_segments,
+        "rows": len(results),
         "judged": len(j),
         "unjudged": len(results) - len(j),
         "invalid": len(invalid_rows),
@@ -288,7 +294,9 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     lines = []
     if summary.get("mixed"):
         lines.append(f"WARNING: {summary['mixed']}")
-    lines.append(f"segments: {summary['segments']}  judged: {summary['judged']}  "
+    rows = summary.get("rows", summary["segments"])
+    samples = f" ({rows} results: several judge samples per segment)" if rows != summary["segments"] else ""
+    lines.append(f"segments: {summary['segments']}{samples}  judged: {summary['judged']}  "
                  f"unjudged: {summary['unjudged']}  invalid input lines: {summary['invalid']}")
     parts = []
     for b in BANDS:

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from axon_eval import cli
-from axon_eval.evidence import parse_turn_lines
 from axon_eval.judges.base import Judge, JudgeRecord, Verdict
 from axon_eval.rubric import DIMENSIONS, Rubric
 from axon_eval.runs import (
@@ -450,3 +448,33 @@ def test_cli_evaluate_rescore_rejudge_report(tmp_path, evidence, capsys):
     assert "invalid judge spec" in capsys.readouterr().err
     assert cli.main(["rescore", str(tmp_path / "nope"), "--rubric", "axon-v1"]) == 2
     assert "no manifest.json" in capsys.readouterr().err
+
+
+class RaisingJudge(ScriptedJudge):
+    """A judge with a bug on one segment: an ordinary exception is a judgement failure, not a crash."""
+
+    async def ajudge(self, view, sample_index: int = 0) -> JudgeRecord:
+        if view.segment_id == "t003":
+            raise KeyError("explanation")
+        return await super().ajudge(view, sample_index)
+
+
+def test_an_ordinary_judge_exception_leaves_the_segment_unjudged(tmp_path, evidence):
+    res = run_eval(evidence, RaisingJudge(), tmp_path)
+    assert res.manifest.status == "complete"
+    row = res.results.set_index("segment_id").loc["t003"]
+    assert row["status"] == "unjudged" and "KeyError" in row["error"] and math.isnan(row["score"])
+    assert res.manifest.counts.unjudged == 1 and res.manifest.counts.judged == 14
+
+
+def test_several_judge_samples_give_one_row_per_segment_and_sample(tmp_path, evidence):
+    judge = ScriptedJudge()
+    judge.default_samples = 2
+    res = run_eval(evidence, judge, tmp_path)
+    assert len(res.results) == 30 and res.manifest.counts.segments == 15
+    samples = res.results.groupby("segment_id")["sample_index"].apply(lambda s: tuple(sorted(s)))
+    assert set(samples) == {(0, 1)}
+    s = res.summary()
+    assert s["segments"] == 15 and s["rows"] == 30 and "several judge samples" in summaries.format_summary(s)
+    again = rescore(res.run_dir, Rubric.default(), figures=False)
+    pd.testing.assert_frame_equal(again.results[SCORE_COLUMNS], res.results[SCORE_COLUMNS])

@@ -1,0 +1,190 @@
+"""Notebook runs through papermill: the evaluation notebook on the smoke parameters, parameter checks,
+failed executions, and the notebook's own hygiene (no committed outputs, no def/class).
+
+Two real papermill executions in all (the smoke run and a tiny failing notebook); both are offline.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from axon_eval import cli
+from axon_eval.rubric import Rubric
+from axon_eval.runner import (
+    UnknownParameterError,
+    check_parameters,
+    load_params_files,
+    notebook_parameters,
+    parse_cli_parameters,
+    run_notebook,
+)
+from axon_eval.runs import file_sha256, load_run
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = ROOT / "notebooks" / "01_evaluate.ipynb"
+SMOKE = ROOT / "notebooks" / "params" / "smoke.yaml"
+DEFAULT = ROOT / "notebooks" / "params" / "default.yaml"
+CANARY = "sk-ant-canary-runner-0123456789abcdef"
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    """One papermill execution of 01_evaluate with the smoke parameters and a dummy API key set."""
+    out = tmp_path_factory.mktemp("runs")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ANTHROPIC_API_KEY", CANARY)
+        mp.setenv("OPENAI_API_KEY", CANARY + "-openai")
+        result = run_notebook(NOTEBOOK, params_files=[SMOKE], out_dir=out)
+    return out, result
+
+
+# -- the evaluation notebook -----------------------------------------------------------------------------
+@pytest.mark.slow
+def test_smoke_run_of_the_evaluation_notebook(smoke_run):
+    out, result = smoke_run
+    assert result.status == "complete", result.error
+    folder = result.run_dir
+    assert folder.parent == out and folder.name.endswith("_smoke_heuristic")
+    for name in ("01_evaluate.ipynb", "01_evaluate.html", "params.json", "manifest.json", "results.parquet",
+                 "verdicts.jsonl", "audit.jsonl", "invalid.jsonl", "report.html"):
+        assert (folder / name).is_file(), name
+    assert result.html_path == folder / "01_evaluate.html"
+    figures = sorted(p.name for p in (folder / "figures").glob("*.png"))
+    assert {"score_distribution.png", "dimensions.png", "caps.png", "verdict_vs_band.png",
+            "bands_by_region.png", "bands_by_surface.png", "bands_by_client.png"} <= set(figures)
+
+    m = json.loads((folder / "manifest.json").read_text())
+    sample = ROOT / "data" / "turns" / "sample_turns.jsonl"
+    assert m["status"] == "complete" and m["error"] is None and m["ended_at"]
+    assert m["judge_id"].startswith("heuristic") and m["rubric_id"] == Rubric.default().id
+    assert m["rubric_name"] == "axon-v1" and m["rubric"]["row_horizon"] == 20
+    assert m["counts"]["turns"] == 8 and m["counts"]["invalid"] == 0
+    assert m["counts"]["judged"] + m["counts"]["unjudged"] >= m["counts"]["segments"] >= 8
+    assert m["input_files"] == {str(sample): file_sha256(sample)}
+    assert m["params"]["limit"] == 8 and m["params"]["run_name"] == "smoke" and m["seed"] == 0
+    assert m["notebook"]["kernel"] in ("axon-eval", "python3")
+    assert m["notebook"]["html"] == str(folder / "01_evaluate.html")
+    assert m["notebook"]["source_sha256"] == file_sha256(NOTEBOOK)
+    assert m["git_commit"] and m["packages"]["papermill"]
+    params = json.loads((folder / "params.json").read_text())
+    assert params["limit"] == 8
+
+    results = pd.read_parquet(folder / "results.parquet")
+    assert len(results) == m["counts"]["segments"] and results["judge_id"].nunique() == 1
+    assert load_run(folder).manifest.run_id == folder.name
+
+    executed = nbformat.read(folder / "01_evaluate.ipynb", as_version=4)
+    code_cells = [c for c in executed.cells if c.cell_type == "code"]
+    assert all(c.execution_count for c in code_cells)
+    assert not [o for c in code_cells for o in c.outputs if o.output_type == "error"]
+    assert any("injected-parameters" in c.metadata.get("tags", []) for c in code_cells)
+    page = (folder / "01_evaluate.html").read_text()
+    assert "runs.evaluate(" not in page, "code cells must be hidden in the HTML export"
+    assert "constructed" in page and "Unjudged segments" in page
+
+
+@pytest.mark.slow
+def test_smoke_run_never_writes_the_api_key(smoke_run):
+    _out, result = smoke_run
+    scanned = 0
+    for path in result.run_dir.rglob("*"):
+        if path.is_file():
+            scanned += 1
+            assert CANARY.encode() not in path.read_bytes(), f"API key written to {path}"
+    assert scanned >= 10
+
+
+def test_committed_notebook_has_no_outputs_and_no_definitions():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        assert cell.outputs == [] and cell.execution_count is None
+        tree = ast.parse(cell.source)
+        assert not [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef
+                                                            | ast.ClassDef | ast.Lambda)]
+    assert set(notebook_parameters(NOTEBOOK)) == {"turns_file", "judge", "rubric", "row_horizon", "limit", "seed",
+                                                  "run_name", "labels_file", "run_dir"}
+
+
+def test_parameter_files_name_only_notebook_parameters():
+    valid = notebook_parameters(NOTEBOOK)
+    for f in (DEFAULT, SMOKE):
+        params = load_params_files([f])
+        check_parameters(NOTEBOOK, params, valid)
+        assert params["judge"] == "heuristic"
+    assert load_params_files([SMOKE])["limit"] <= 10
+    assert notebook_parameters(NOTEBOOK)["limit"] is None and notebook_parameters(NOTEBOOK)["judge"] == "heuristic"
+
+
+# -- parameters --------------------------------------------------------------------------------------------
+def test_cli_parameter_values_are_yaml_scalars():
+    parsed = parse_cli_parameters([["limit", "8"], ["row_horizon", "null"], ["judge", "repeat(heuristic, 3)"],
+                                   ["seed", "-1"], ["flag", "true"], ["sd", "0.5"], ["name", "x: y: z"]])
+    assert parsed == {"limit": 8, "row_horizon": None, "judge": "repeat(heuristic, 3)", "seed": -1,
+                      "flag": True, "sd": 0.5, "name": "x: y: z"}
+
+
+def test_later_parameter_files_win(tmp_path):
+    a = tmp_path / "a.yaml"
+    b = tmp_path / "b.yaml"
+    a.write_text("limit: 3\njudge: heuristic\n")
+    b.write_text("limit: 5\n")
+    assert load_params_files([a, b]) == {"limit": 5, "judge": "heuristic"}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- 1\n- 2\n")
+    with pytest.raises(ValueError, match="mapping"):
+        load_params_files([bad])
+
+
+def test_unknown_parameter_is_an_error_listing_the_valid_ones(tmp_path, capsys):
+    with pytest.raises(UnknownParameterError) as err:
+        run_notebook(NOTEBOOK, {"limt": 8}, out_dir=tmp_path)
+    message = str(err.value)
+    assert "'limt'" in message
+    for name in ("turns_file", "judge", "rubric", "row_horizon", "limit", "seed", "run_name", "labels_file"):
+        assert name in message
+    assert not list(tmp_path.iterdir()), "no run folder for a rejected call"
+    with pytest.raises(UnknownParameterError, match="run_dir"):
+        run_notebook(NOTEBOOK, {"run_dir": "/tmp/x"}, out_dir=tmp_path)
+    code = cli.main(["run", str(NOTEBOOK), "-p", "jduge", "heuristic", "--out", str(tmp_path)])
+    assert code == 2 and "valid parameters" in capsys.readouterr().err
+
+
+# -- failures --------------------------------------------------------------------------------------------
+def test_failed_notebook_keeps_partial_output_and_marks_the_run_failed(tmp_path, capsys):
+    params = new_code_cell("x = 1\nrun_dir = None")
+    params.metadata["tags"] = ["parameters"]
+    nb = new_notebook(cells=[
+        params,
+        new_code_cell("print(f'before the failure x={x}')"),
+        new_code_cell("raise ValueError(f'planned failure with x={x}')"),
+        new_code_cell("print('never printed')"),
+    ], metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    source = tmp_path / "broken.ipynb"
+    nbformat.write(nb, source)
+    out = tmp_path / "runs"
+    code = cli.main(["run", str(source), "-p", "x", "41", "--out", str(out), "--quiet"])
+    captured = capsys.readouterr()
+    assert code == 1 and "FAILED" in captured.err and "planned failure with x=41" in captured.err
+    folder = next(out.iterdir())
+    assert folder.name.endswith("_broken")
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["status"] == "failed" and "planned failure with x=41" in manifest["error"]
+    assert manifest["kind"] == "notebook" and manifest["ended_at"] and manifest["params"]["x"] == 41
+    executed = nbformat.read(folder / "broken.ipynb", as_version=4)
+    texts = [o.get("text", "") for c in executed.cells if c.cell_type == "code" for o in c.outputs]
+    assert any("before the failure x=41" in t for t in texts)
+    assert not any("never printed" in t for t in texts)
+    assert any(o.output_type == "error" for c in executed.cells if c.cell_type == "code" for o in c.outputs)
+    assert (folder / "broken.html").exists() and manifest["notebook"]["html"]
+    assert f"html:       {folder / 'broken.html'}" in captured.out
