@@ -313,7 +313,8 @@ def test_bundled_segments_judge_their_own_part_of_the_answer():
 def test_determinism_and_record_fields():
     view = final_view("Harbour City won 24-17.")
     r1, r2 = JUDGE.judge(view), JUDGE.judge(view)
-    assert r1.verdict == r2.verdict and r1.judge_id == "heuristic@1" and r1.cost_usd == 0.0
+    assert r1.verdict == r2.verdict and r1.judge_id == "heuristic" and r1.cost_usd == 0.0
+    assert r1.prompt_version.startswith("heuristic-checks-v") and r1.extra["heuristic"]["band"] in ("good", "partial", "poor")
     assert HeuristicJudge().judge_id == JUDGE.judge_id
 
 

@@ -1,6 +1,6 @@
 """The offline heuristic judge: deterministic evidence checks, no model, no network, no key.
 
-``HeuristicJudge`` (registry spec ``heuristic``) grades one :class:`~axon_eval.view.EvidenceView`
+``HeuristicJudge`` (registry spec and ``judge_id`` ``heuristic``) grades one :class:`~axon_eval.view.EvidenceView`
 with the pure checks of :mod:`axon_eval.judges.heuristic_checks`:
 
 * ``intent_understood``  question years/entities/measures/ordering vs the answering statement's
@@ -36,21 +36,24 @@ from ..scoring import score_turn
 from . import heuristic_checks as hc
 from .base import Judge, JudgeRecord, Verdict
 
-#: Bump when any check or threshold changes: it is part of ``judge_id`` (and so of the cache key).
+#: Bump when any check or threshold changes: it is part of ``prompt_version`` (and so of the cache key).
 HEURISTIC_VERSION = "1"
 _BAND_ORDER = {"good": 0, "partial": 1, "poor": 2}
 
 
 class HeuristicJudge(Judge):
-    """Deterministic offline judge (``judge_id = "heuristic@<version>"``); no required arguments.
+    """Deterministic offline judge (``judge_id = "heuristic"``, the registry spec); no required arguments.
 
-    ``rubric`` supplies the weights, caps and bands used to derive the verdict (default ``axon-v1``).
+    The behaviour version lives in ``prompt_version`` (``heuristic-checks-v<N>``) and ``model``
+    (``heuristic-v<N>``); the verdict cache key hashes ``prompt_version`` with the judge id, so a new
+    version of the checks never reuses old verdicts. ``rubric`` supplies the weights, caps and bands
+    used to derive the verdict (default ``axon-v1``).
     """
 
     def __init__(self, rubric: Rubric | None = None) -> None:
         self.rubric = rubric or Rubric.default()
-        self.judge_id = f"heuristic@{HEURISTIC_VERSION}"
-        self.model = "heuristic"
+        self.judge_id = "heuristic"
+        self.model = f"heuristic-v{HEURISTIC_VERSION}"
         self.prompt_version = f"heuristic-checks-v{HEURISTIC_VERSION}"
 
     # -- the judgement ------------------------------------------------------------------------
