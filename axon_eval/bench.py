@@ -97,12 +97,17 @@ def _section(name: str) -> Callable[[], list[BenchRow]]:
 
 
 def format_table(rows: list[BenchRow]) -> str:
-    header = f"{'section':<10} {'benchmark':<52} {'value':>14} {'unit':<7} {'target':<14} ok"
-    lines = [header, "-" * len(header)]
+    """Fixed-width text table of benchmark rows (column widths fit the longest entry)."""
+    cells = []
     for r in rows:
         value = f"{r['value']:,}" if isinstance(r["value"], int | float) else str(r["value"])
-        ok = {True: "yes", False: "NO", None: ""}[r["ok"]]
-        lines.append(f"{r['section']:<10} {r['name']:<52} {value:>14} {r['unit']:<7} {r['target']:<14} {ok}")
+        cells.append((r["section"], r["name"], value, r["unit"], r["target"], {True: "yes", False: "NO", None: ""}[r["ok"]]))
+    head = ("section", "benchmark", "value", "unit", "target", "ok")
+    widths = [max(len(str(c[i])) for c in [head, *cells]) for i in range(len(head))]
+    def fmt(c: tuple[str, ...]) -> str:
+        return "  ".join(str(v).rjust(w) if i == 2 else str(v).ljust(w) for i, (v, w) in enumerate(zip(c, widths))).rstrip()
+    lines = [fmt(head), "-" * (sum(widths) + 2 * (len(widths) - 1))]
+    lines.extend(fmt(c) for c in cells)
     return "\n".join(lines)
 
 
@@ -119,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             rows.extend(_section(name)())
         except Exception as exc:  # a broken section is reported, the others still run
-            rows.append(row(name, f"section failed: {type(exc).__name__}: {exc}"[:52], float("nan"), "", "", False))
+            rows.append(row(name, f"section failed: {type(exc).__name__}: {exc}", float("nan"), "", "", False))
         print(f"[bench] {name} done in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     print(format_table(rows))
     folder = Path(args.out) / f"{started.strftime('%Y-%m-%dT%H%M%SZ')}_bench"

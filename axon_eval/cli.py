@@ -58,7 +58,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m axon_eval", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m axon_eval",
+        description="axon_eval: evaluate captured text-to-SQL assistant turns (offline by default).")
     sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
 
     p = sub.add_parser("schema", help="print the JSON Schema of one evidence line")

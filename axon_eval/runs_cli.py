@@ -57,6 +57,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print(f"notebook:   {result.notebook_path}")
     if result.html_path is not None:
         print(f"html:       {result.html_path}")
+    audit_report = Path(result.run_dir) / "report.html"
+    if audit_report.exists():
+        print(f"report:     {audit_report}")
     if result.status == "failed":
         print(f"FAILED: {result.error}", file=sys.stderr)
         return 1

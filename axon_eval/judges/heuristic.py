@@ -27,7 +27,10 @@ good band. The verdict is never better than the band.
 
 from __future__ import annotations
 
+import hashlib
 import time
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from ..evidence import facts_from_statuses
@@ -36,25 +39,41 @@ from ..scoring import score_turn
 from . import heuristic_checks as hc
 from .base import Judge, JudgeRecord, Verdict
 
-#: Bump when any check or threshold changes: it is part of ``prompt_version`` (and so of the cache key).
+#: Bump when the meaning of the checks changes; the code hash below changes with any edit anyway.
 HEURISTIC_VERSION = "1"
+
+
+@cache
+def heuristic_code_hash() -> str:
+    """Short SHA-256 of this module's and ``heuristic_checks``' source.
+
+    It is part of ``prompt_version`` and so of the verdict cache key: an edited check can never be
+    served a verdict cached by the previous code, even if nobody bumped ``HEURISTIC_VERSION``.
+    """
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("heuristic*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:10]
 _BAND_ORDER = {"good": 0, "partial": 1, "poor": 2}
 
 
 class HeuristicJudge(Judge):
     """Deterministic offline judge (``judge_id = "heuristic"``, the registry spec); no required arguments.
 
-    The behaviour version lives in ``prompt_version`` (``heuristic-checks-v<N>``) and ``model``
-    (``heuristic-v<N>``); the verdict cache key hashes ``prompt_version`` with the judge id, so a new
-    version of the checks never reuses old verdicts. ``rubric`` supplies the weights, caps and bands
-    used to derive the verdict (default ``axon-v1``).
+    The behaviour version lives in ``prompt_version`` (``heuristic-checks-v<N>+<code hash>``) and
+    ``model`` (``heuristic-v<N>``); the verdict cache key hashes ``prompt_version`` with the judge id,
+    so edited checks never reuse old verdicts. ``rubric`` supplies the weights, caps and bands used to
+    derive the categorical verdict (default ``axon-v1``); a non-default rubric is named in the judge
+    id (``heuristic[rubric=<id>]``) because it changes the verdicts.
     """
 
     def __init__(self, rubric: Rubric | None = None) -> None:
         self.rubric = rubric or Rubric.default()
-        self.judge_id = "heuristic"
+        default_id = Rubric.default().id
+        self.judge_id = "heuristic" if self.rubric.id == default_id else f"heuristic[rubric={self.rubric.id}]"
         self.model = f"heuristic-v{HEURISTIC_VERSION}"
-        self.prompt_version = f"heuristic-checks-v{HEURISTIC_VERSION}"
+        self.prompt_version = f"heuristic-checks-v{HEURISTIC_VERSION}+{heuristic_code_hash()}"
 
     # -- the judgement ------------------------------------------------------------------------
     def assess(self, view: Any) -> tuple[Verdict, dict[str, Any]]:
