@@ -307,6 +307,6 @@ def render_report(run: Run) -> str:
 def write_report(run_folder: str | Path, *, output: str | Path | None = None) -> Path:
     """Render the report of ``run_folder`` and write it atomically (default ``<run>/report.html``)."""
     run = load_run(run_folder)
-    path = Path(output) if output is not None else run.folder / "report.html"
+    path = Path(output) if output is not None else run.run_dir / "report.html"
     atomic_write_text(path, render_report(run))
     return path

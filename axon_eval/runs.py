@@ -70,7 +70,6 @@ __all__ = [
     "MixedResultsError",
     "Run",
     "RunManifest",
-    "RunResult",
     "default_cache_path",
     "default_runs_dir",
     "evaluate",
@@ -400,34 +399,11 @@ class RunManifest(BaseModel):
 
 
 @dataclass
-class RunResult:
-    """What :func:`evaluate`, :func:`rejudge` and :func:`rescore` return (everything they wrote)."""
+class Run:
+    """A run folder's contents: what :func:`evaluate`, :func:`rejudge` and :func:`rescore` return and
+    what :func:`load_run` reads back."""
 
     run_dir: Path
-    manifest: RunManifest
-    results: pd.DataFrame
-    records: list[JudgeRecord]
-    audit: list[dict[str, Any]]
-    invalid: list[dict[str, Any]]
-
-    @property
-    def folder(self) -> Path:
-        return self.run_dir
-
-    @property
-    def figures_dir(self) -> Path:
-        return self.run_dir / "figures"
-
-    def summary(self, *, allow_mixed: bool = False) -> dict[str, Any]:
-        """:func:`summarise` of this run's results, with its invalid lines."""
-        return summarise(self.results, invalid=self.invalid, allow_mixed=allow_mixed)
-
-
-@dataclass
-class Run:
-    """A run folder read back by :func:`load_run`."""
-
-    folder: Path
     manifest: RunManifest
     params: dict[str, Any]
     results: pd.DataFrame
@@ -436,14 +412,11 @@ class Run:
     invalid: list[dict[str, Any]]
 
     @property
-    def run_dir(self) -> Path:
-        return self.folder
-
-    @property
     def figures_dir(self) -> Path:
-        return self.folder / "figures"
+        return self.run_dir / "figures"
 
     def summary(self, *, allow_mixed: bool = False) -> dict[str, Any]:
+        """:func:`summarise` of this run's results, with its invalid lines."""
         return summarise(self.results, invalid=self.invalid, allow_mixed=allow_mixed)
 
 
@@ -467,7 +440,7 @@ def load_run(folder: str | Path) -> Run:
     if verdicts_path.exists():
         with verdicts_path.open(encoding="utf-8") as fh:
             verdicts = [JudgeRecord.model_validate_json(line) for line in fh if line.strip()]
-    return Run(folder=folder, manifest=manifest, params=params, results=results, verdicts=verdicts,
+    return Run(run_dir=folder, manifest=manifest, params=params, results=results, verdicts=verdicts,
                audit=read_jsonl(folder / "audit.jsonl"), invalid=read_jsonl(folder / "invalid.jsonl"))
 
 
@@ -747,8 +720,8 @@ def evaluate(
     chunk_size: int = 512,
     kind: Literal["evaluate", "rejudge"] = "evaluate",
     source_run: str | None = None,
-) -> RunResult:
-    """Judge and score every segment of ``turns`` and write a run folder; returns :class:`RunResult`.
+) -> Run:
+    """Judge and score every segment of ``turns`` and write a run folder; returns the :class:`Run`.
 
     Parameters
     ----------
@@ -882,8 +855,8 @@ def evaluate(
     except BaseException as exc:
         _fail(folder, manifest, exc, records, invalid_list)
         raise
-    return RunResult(run_dir=folder, manifest=manifest, results=results, records=records, audit=audit,
-                     invalid=invalid_list)
+    return Run(run_dir=folder, manifest=manifest, params=manifest.params, results=results,
+               verdicts=records, audit=audit, invalid=invalid_list)
 
 
 def _progress(total: int, label: str, enabled: bool) -> Any:
@@ -915,7 +888,7 @@ def rejudge(
     concurrency: int = 8,
     progress: bool = True,
     figures: bool = True,
-) -> RunResult:
+) -> Run:
     """Judge the same captured evidence as ``run_folder`` again with another ``judge``: a new run.
 
     The evidence file recorded in the source run is re-read and must still have the recorded SHA-256
@@ -961,7 +934,7 @@ def rescore(
     out_dir: str | Path | None = None,
     name: str | None = None,
     figures: bool = True,
-) -> RunResult:
+) -> Run:
     """Score the stored verdicts of ``run_folder`` under ``rubric``: a new run, no judge calls at all.
 
     Segments, trajectory facts and evidence come from the source's ``audit.jsonl``, verdicts from its
@@ -990,12 +963,12 @@ def rescore(
             warnings.append(f"rubric prompt_version {rubric.prompt_version!r} differs from the judge's "
                             f"{src_rubric.prompt_version!r}; verdicts were not re-judged")
     name = name or f"rescore-{sm.name}"
-    out = Path(out_dir) if out_dir is not None else source.folder.parent
+    out = Path(out_dir) if out_dir is not None else source.run_dir.parent
     folder = new_run_dir(out, name, sm.judge_spec or sm.judge_id, now=started)
     git = git_info()
     params = {**{k: v for k, v in source.params.items() if k != "run_dir"},
               "rubric": rubric.label, "row_horizon": rubric.row_horizon, "name": name,
-              "source_run": str(source.folder)}
+              "source_run": str(source.run_dir)}
     manifest = RunManifest(
         run_id=folder.name, status="running", kind="rescore", name=name, judge_id=sm.judge_id,
         judge_spec=sm.judge_spec, judge_model=sm.judge_model, prompt_version=sm.prompt_version,
@@ -1003,7 +976,7 @@ def rescore(
         git_commit=git["commit"], git_dirty=git["dirty"], packages=package_versions(),
         input_files=dict(sm.input_files), turns_file=sm.turns_file, params=redact_secrets(to_jsonable(params)), seed=sm.seed,
         started_at=iso(started), counts=RunCounts(turns=sm.counts.turns, invalid=len(source.invalid)),
-        source_run=str(source.folder), warnings=warnings, cache_hits=0, cache_misses=0, cost_usd=0.0,
+        source_run=str(source.run_dir), warnings=warnings, cache_hits=0, cache_misses=0, cost_usd=0.0,
     )
     try:
         write_json(folder / "params.json", manifest.params)
@@ -1022,5 +995,5 @@ def rescore(
     except BaseException as exc:
         _fail(folder, manifest, exc, source.verdicts, source.invalid)
         raise
-    return RunResult(run_dir=folder, manifest=manifest, results=results, records=list(source.verdicts),
-                     audit=audit, invalid=list(source.invalid))
+    return Run(run_dir=folder, manifest=manifest, params=manifest.params, results=results,
+               verdicts=list(source.verdicts), audit=audit, invalid=list(source.invalid))

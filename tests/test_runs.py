@@ -196,7 +196,7 @@ def test_loaded_run_matches_what_evaluate_returned(tmp_path, evidence):
     run = load_run(res.run_dir)
     pd.testing.assert_frame_equal(run.results, res.results)
     assert run.manifest == res.manifest
-    assert [r.segment_id for r in run.verdicts] == [r.segment_id for r in res.records]
+    assert [r.segment_id for r in run.verdicts] == [r.segment_id for r in res.verdicts]
     assert run.audit == json.loads(json.dumps(res.audit))
 
 
