@@ -140,6 +140,15 @@ class LLMJudge(Judge):
     def _new_client(self, http_client: Any) -> Any:
         raise NotImplementedError
 
+    def _client_kwargs(self, http_client: Any) -> dict[str, Any]:
+        """Keyword arguments both SDK clients take: key, retries, timeout, base URL, HTTP client."""
+        kwargs: dict[str, Any] = dict(api_key=self._api_key, max_retries=self.max_retries, timeout=self.timeout_s)
+        if self.base_url:
+            kwargs["base_url"] = self.base_url
+        if http_client is not None:
+            kwargs["http_client"] = http_client
+        return kwargs
+
     def client(self) -> Any:
         """The SDK client for the running event loop."""
         if self._http_client is not None:

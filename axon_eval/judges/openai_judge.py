@@ -50,12 +50,7 @@ class OpenAIJudge(LLMJudge):
         return f"OpenAIJudge({self.judge_id!r})"
 
     def _new_client(self, http_client: Any) -> openai.AsyncOpenAI:
-        kwargs: dict[str, Any] = dict(api_key=self._api_key, max_retries=self.max_retries, timeout=self.timeout_s)
-        if self.base_url:
-            kwargs["base_url"] = self.base_url
-        if http_client is not None:
-            kwargs["http_client"] = http_client
-        return openai.AsyncOpenAI(**kwargs)
+        return openai.AsyncOpenAI(**self._client_kwargs(http_client))
 
     def _status_of(self, exc: BaseException) -> int | None:
         return exc.status_code if isinstance(exc, openai.APIStatusError) else None
