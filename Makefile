@@ -39,7 +39,9 @@ data: $(STAMP) ## rebuild everything under data/ from axon_eval.fixtures (determ
 	$(VPY) -m axon_eval.fixtures --out data
 
 studies: $(STAMP) ## run every study notebook (notebooks/0[2-9]_*.ipynb) into runs/
-	@shopt -s nullglob; for nb in notebooks/0[2-9]_*.ipynb; do $(VPY) -m axon_eval run $$nb || exit 1; done
+	@shopt -s nullglob; nbs=(notebooks/0[2-9]_*.ipynb); \
+	if [ $${#nbs[@]} -eq 0 ]; then echo "no study notebooks yet (notebooks/02_*.ipynb ...)"; fi; \
+	for nb in "$${nbs[@]}"; do $(VPY) -m axon_eval run $$nb || exit 1; done
 
 clean-venv: ## remove .venv (the next target re-creates it)
 	rm -rf $(VENV)
