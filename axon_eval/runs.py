@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import math
 import os
@@ -247,18 +248,10 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
 
 
 def write_parquet(path: str | Path, frame: pd.DataFrame) -> Path:
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        frame.to_parquet(tmp, index=False)
-        os.chmod(tmp, _FILE_MODE)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return path
+    """Write ``frame`` as Parquet atomically (serialised in memory, then :func:`atomic_write_bytes`)."""
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    return atomic_write_bytes(path, buffer.getvalue())
 
 
 def file_sha256(path: str | Path) -> str:
