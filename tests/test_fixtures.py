@@ -218,3 +218,16 @@ def test_no_judge_reads_labels_or_imports_fixtures():
     offenders = [str(p) for p in judges.rglob("*") if p.is_file() and p.suffix in {".py", ".md", ".yaml", ".txt"}
                  and pattern.search(p.read_text(encoding="utf-8", errors="replace"))]
     assert offenders == []
+
+
+def test_other_seeds_build_a_different_valid_sample(tmp_path: Path):
+    """The held-out sample of `make bench` (other seeds, same templates) validates and differs."""
+    from axon_eval.bench_heuristic import HELD_OUT_SEEDS
+
+    summary = build_all(tmp_path, HELD_OUT_SEEDS)
+    assert summary["seeds"]["scenario"] == HELD_OUT_SEEDS.scenario
+    turns, invalid = load_turns(tmp_path / "turns" / "sample_turns.jsonl")
+    assert not invalid and len(turns) == summary["turns"]
+    committed = {t.question for t in load_turns(DATA / "turns" / "sample_turns.jsonl")[0]}
+    # schema, guardrail and no-tools templates repeat their wording; the rest take new values
+    assert len({t.question for t in turns} - committed) >= len(turns) // 3
