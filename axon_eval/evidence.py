@@ -11,7 +11,8 @@ Public names
 ------------
 ``Turn``, ``ToolStep``, ``SqlStep``    pydantic v2 models of DESIGN §3 (``schema_version`` 1)
 ``load_turns(path)``                    -> ``(turns, invalid)``; every bad line becomes an ``InvalidTurn``
-``parse_turn_lines(lines)``             the same on an iterable of strings
+``parse_turn_lines(lines)``             the same on an iterable of strings or bytes
+``iter_turns(path)``                    streams ``Turn`` / ``InvalidTurn`` records line by line
 ``split_segments(turn)``                bundled questions -> ``Segment`` records (``turn_id#k``)
 ``trajectory_facts(turn)``              -> ``TrajectoryFacts`` (what the deterministic caps read)
 ``turn_json_schema()``                  the JSON Schema of one evidence line
@@ -19,6 +20,7 @@ Public names
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Iterable, Iterator
@@ -172,55 +174,113 @@ def _loc_to_path(loc: tuple[Any, ...]) -> str:
     return ".".join(parts) or "<root>"
 
 
-def parse_turn_lines(lines: Iterable[str], source: str = "<memory>") -> tuple[list[Turn], list[InvalidTurn]]:
-    """Validate JSON Lines of evidence. See :func:`load_turns`."""
-    turns: list[Turn] = []
-    invalid: list[InvalidTurn] = []
+def _decode_line(raw: str | bytes, lineno: int) -> tuple[str | None, str | None]:
+    """``(text, None)`` or ``(None, why)`` for one raw line (bytes are decoded as UTF-8 here, per line,
+    so one bad byte costs only its own line)."""
+    if isinstance(raw, str):
+        return raw, None
+    data = raw[3:] if lineno == 1 and raw.startswith(b"\xef\xbb\xbf") else raw  # UTF-8 byte order mark
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        return None, (f"not UTF-8: byte 0x{data[exc.start]:02x} at byte offset {exc.start} of the line "
+                      f"cannot be decoded ({exc.reason})")
+
+
+def iter_turn_lines(lines: Iterable[str | bytes], source: str = "<memory>") -> Iterator[Turn | InvalidTurn]:
+    """Validate JSON Lines of evidence one line at a time, yielding a :class:`Turn` or one or more
+    :class:`InvalidTurn` records per non-blank line, in file order (constant memory per line).
+
+    ``lines`` may be text or bytes (bytes are decoded as UTF-8 line by line: a line with a bad byte
+    becomes an invalid record and the other lines still load). A ``turn_id`` seen on an earlier line
+    is invalid (the first is kept).
+    """
     seen: dict[str, int] = {}
     for lineno, raw in enumerate(lines, start=1):
-        text = raw.strip()
+        decoded, why = _decode_line(raw, lineno)
+        if decoded is None:
+            yield InvalidTurn(source, lineno, "<line>", why or "cannot be decoded")
+            continue
+        text = decoded.strip()
         if not text:
             continue
         try:
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
-            invalid.append(InvalidTurn(source, lineno, "<line>", f"not valid JSON: {exc.msg} at column {exc.colno}"))
+            yield InvalidTurn(source, lineno, "<line>", f"not valid JSON: {exc.msg} at column {exc.colno}")
             continue
-        tid = obj.get("turn_id") if isinstance(obj, dict) else None
-        tid = tid if isinstance(tid, str) else None
         if not isinstance(obj, dict):
-            invalid.append(InvalidTurn(source, lineno, "<root>", f"expected a JSON object, got {type(obj).__name__}"))
+            yield InvalidTurn(source, lineno, "<root>", f"expected a JSON object, got {type(obj).__name__}")
             continue
+        tid = obj.get("turn_id")
+        tid = tid if isinstance(tid, str) else None
         try:
             turn = Turn.model_validate(obj)
         except ValidationError as exc:
             for err in exc.errors():
                 value = err.get("input")
                 shown = "" if isinstance(value, dict | list) else f" (got {value!r})"
-                invalid.append(InvalidTurn(source, lineno, _loc_to_path(err["loc"]), f"{err['msg']}{shown}", tid))
+                yield InvalidTurn(source, lineno, _loc_to_path(err["loc"]), f"{err['msg']}{shown}", tid)
             continue
         if turn.turn_id in seen:
-            invalid.append(InvalidTurn(
+            yield InvalidTurn(
                 source, lineno, "turn_id",
                 f"duplicate turn_id {turn.turn_id!r} (first seen on line {seen[turn.turn_id]}); kept the first",
-                turn.turn_id))
+                turn.turn_id)
             continue
         seen[turn.turn_id] = lineno
-        turns.append(turn)
+        yield turn
+
+
+def parse_turn_lines(lines: Iterable[str | bytes], source: str = "<memory>") -> tuple[list[Turn], list[InvalidTurn]]:
+    """Validate JSON Lines of evidence. See :func:`load_turns`."""
+    turns: list[Turn] = []
+    invalid: list[InvalidTurn] = []
+    for item in iter_turn_lines(lines, source):
+        (turns if isinstance(item, Turn) else invalid).append(item)
     return turns, invalid
+
+
+class EvidenceFileError(ValueError):
+    """An evidence file that cannot be read at all (missing, a folder, unreadable); names the file."""
+
+
+@contextlib.contextmanager
+def open_evidence(path: str | Path) -> Iterator[Iterable[bytes]]:
+    """Open an evidence file for reading as raw lines, or raise :class:`EvidenceFileError` naming it."""
+    p = Path(path)
+    if not p.exists():
+        raise EvidenceFileError(f"{p}: no such evidence file")
+    if p.is_dir():
+        raise EvidenceFileError(f"{p}: is a folder, expected a JSON Lines evidence file")
+    try:
+        fh = p.open("rb")
+    except OSError as exc:
+        raise EvidenceFileError(f"{p}: cannot be read: {exc.strerror or exc}") from None
+    with fh:
+        yield fh
+
+
+def iter_turns(path: str | Path) -> Iterator[Turn | InvalidTurn]:
+    """Stream an evidence file: :func:`iter_turn_lines` over its lines (memory grows with one line)."""
+    with open_evidence(path) as fh:
+        yield from iter_turn_lines(fh, source=str(path))
 
 
 def load_turns(path: str | Path) -> tuple[list[Turn], list[InvalidTurn]]:
     """Read an evidence file (JSON Lines, one turn per line).
 
-    Returns ``(turns, invalid)``. Blank lines are skipped. A line that is not JSON, does not validate,
-    or repeats an earlier ``turn_id`` yields one or more :class:`InvalidTurn` records naming the line,
-    the field and the problem; valid lines are kept. Nothing is dropped silently and one bad line never
-    stops the load. A missing file raises ``FileNotFoundError``.
+    Returns ``(turns, invalid)``. Blank lines are skipped. A line that is not UTF-8, not JSON, does not
+    validate, or repeats an earlier ``turn_id`` yields one or more :class:`InvalidTurn` records naming
+    the line, the field and the problem; valid lines are kept. Nothing is dropped silently and one bad
+    line never stops the load. A missing or unreadable file raises :class:`EvidenceFileError` (a
+    ``ValueError``) naming it. :func:`iter_turns` streams the same records.
     """
-    p = Path(path)
-    with p.open(encoding="utf-8") as fh:
-        return parse_turn_lines(fh, source=str(p))
+    turns: list[Turn] = []
+    invalid: list[InvalidTurn] = []
+    for item in iter_turns(path):
+        (turns if isinstance(item, Turn) else invalid).append(item)
+    return turns, invalid
 
 
 def iter_json_lines(turns: Iterable[Turn]) -> Iterator[str]:

@@ -1,0 +1,205 @@
+"""``evaluate(..., batch=True)``: every uncached view of a run as one Anthropic Message Batch, resumable.
+
+Message Batches cost half the normal price (``batch_discount`` in ``judges/prices.yaml``) and finish
+within 24 hours. A batch that was submitted is paid for, so it must never be submitted twice:
+
+1. the run's views are rendered and their verdict-cache keys computed (``custom_id`` = the key);
+2. keys already in the verdict cache are served from it;
+3. **resume**: every batch state file of this judge in the batch registry (``<cache folder>/batches/``)
+   that is not yet collected and holds some of the still-missing keys is polled and collected first;
+4. the keys still missing are submitted as one batch; its state (batch id, judge id, keys, time) is
+   written to the registry and to the run folder's ``batch.json`` *before* polling starts, so an
+   interrupted run, started again with the same inputs, resumes polling that batch instead of paying
+   again;
+5. results are matched by ``custom_id``; succeeded requests become records priced at the batch rate and
+   are stored in the verdict cache; errored, expired or cancelled requests become error records
+   (unjudged segments, never 0).
+
+Only ``anthropic:<model>`` and ``repeat(anthropic:<model>, n)`` judges can batch; other judges are refused
+with a clear error before anything is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..rubric import Rubric
+from ..view import EvidenceView
+from .io import atomic_write_text, iso, utc_now, write_json
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..judges.base import JudgeRecord
+    from .evaluate import RunWriter, _Usage
+    from .manifest import RunManifest
+
+
+def batch_leaf(judge: Any) -> tuple[Any, int]:
+    """``(anthropic leaf judge, samples per view)`` of a judge that can batch, else ``ValueError``."""
+    from ..judges.anthropic_judge import AnthropicJudge
+
+    if isinstance(judge, AnthropicJudge):
+        return judge, 1
+    inner = getattr(judge, "inner", None)
+    if type(judge).__name__ == "RepeatJudge" and isinstance(inner, AnthropicJudge):
+        return inner, int(judge.n)
+    raise ValueError(f"batch mode needs an anthropic:<model> or repeat(anthropic:<model>, n) judge, got "
+                     f"{getattr(judge, 'judge_id', judge)!r}")
+
+
+def registry_dir(cache: Any, folder: Path) -> Path:
+    """Where batch state files live: beside the verdict cache, else in the run folder's parent."""
+    cache_path = getattr(cache, "path", None)
+    base = Path(cache_path).parent if cache_path is not None else folder.parent / ".cache"
+    path = base / "batches"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _read_states(registry: Path, judge_id: str) -> list[tuple[Path, dict[str, Any]]]:
+    out = []
+    for p in sorted(registry.glob("*.json")):
+        try:
+            state = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if state.get("judge_id") == judge_id and state.get("status") != "collected":
+            out.append((p, state))
+    return out
+
+
+def _write_state(path: Path, state: dict[str, Any]) -> None:
+    atomic_write_text(path, json.dumps(state, indent=2) + "\n")
+
+
+async def _poll_and_collect(leaf: Any, batch_id: str, poll_interval: float, timeout: float) -> dict[str, Any]:
+    """Poll batch ``batch_id`` until it ends, then return ``{custom_id: result}``."""
+    client = leaf.client()
+    batch = await client.messages.batches.retrieve(batch_id)
+    deadline = time.monotonic() + timeout
+    while batch.processing_status != "ended":
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"batch {batch_id} did not end within {timeout:.0f} s; it is still recorded and "
+                               "a restarted run resumes polling it")
+        await asyncio.sleep(poll_interval)
+        batch = await client.messages.batches.retrieve(batch_id)
+    results: dict[str, Any] = {}
+    async for line in await client.messages.batches.results(batch_id):
+        results[line.custom_id] = line.result
+    return results
+
+
+async def _submit(leaf: Any, requests: list[dict[str, Any]]) -> str:
+    batch = await leaf.client().messages.batches.create(requests=requests)
+    return str(batch.id)
+
+
+def _record(leaf: Any, view: EvidenceView, sample: int, result: Any, batch_id: str) -> JudgeRecord:
+    from ..judges.anthropic_judge import _completion_from_message
+
+    extra = {"batch_id": batch_id}
+    if result is None:
+        return leaf.error_record(view, sample, f"request missing from the results of batch {batch_id}", extra=extra)
+    if result.type == "succeeded":
+        return leaf.record_from_completion(view, sample, _completion_from_message(result.message),
+                                           latency_ms=None, batch=True, extra=extra)
+    if result.type == "errored":
+        err = result.error.error
+        return leaf.error_record(view, sample, f"batch request errored: {err.type}: {err.message}", extra=extra)
+    return leaf.error_record(view, sample, f"batch request {result.type} (batch {batch_id})", extra=extra)
+
+
+def judge_run_in_batch(judge: Any, chunks: Iterable[tuple[list[Any], list[EvidenceView], int]], writer: RunWriter,
+                       rubric: Rubric, *, cache: Any, folder: Path, manifest: RunManifest, usage: _Usage,
+                       poll_interval: float = 30.0, timeout: float = 25 * 3600.0, bar: Any = None) -> None:
+    """Judge every chunk through one resumable Message Batch and write them (module docstring)."""
+    from ..judges.base import run_sync
+
+    leaf, samples = batch_leaf(judge)
+    chunk_list = list(chunks)
+    jobs = [(v, s) for _items, views, _n in chunk_list for v in views for s in range(samples)]
+    keys = [leaf.cache_key(v, s) for v, s in jobs]
+    ready: dict[str, JudgeRecord] = {}
+    for (view, _s), key in zip(jobs, keys, strict=True):
+        hit = cache.get(key) if cache is not None else None
+        if hit is not None:
+            ready[key] = hit.model_copy(update={"segment_id": view.segment_id, "cached": True, "cache_key": key})
+    job_of = {}
+    for job, key in zip(jobs, keys, strict=True):
+        job_of.setdefault(key, job)
+    missing = {k for k in keys if k not in ready}
+    registry = registry_dir(cache, folder)
+    info: dict[str, Any] = {"registry": str(registry), "resumed": [], "submitted": [], "requests": 0,
+                            "pricing": "Message Batches: batch_discount of judges/prices.yaml applied to every cost"}
+
+    async def collect(batch_id: str) -> None:
+        results = await _poll_and_collect(leaf, batch_id, poll_interval, timeout)
+        for key, result in results.items():
+            if key not in missing or key not in job_of:
+                continue
+            view, s = job_of[key]
+            rec = _record(leaf, view, s, result, batch_id)
+            if rec.judged and cache is not None:
+                cache.put(key, rec.model_copy(update={"cache_key": key}), view_sha256=view.sha256)
+            ready[key] = rec
+
+    async def network() -> None:
+        try:
+            for path, state in _read_states(registry, leaf.judge_id):
+                if not (missing - set(ready)).intersection(state.get("keys", [])):
+                    continue
+                info["resumed"].append(state["batch_id"])
+                manifest.batch = info
+                manifest.write(folder)
+                await collect(state["batch_id"])
+                state.update(status="collected", collected_at=iso(utc_now()))
+                _write_state(path, state)
+            todo = sorted(missing - set(ready))
+            if todo:
+                requests = [{"custom_id": k, "params": leaf.request_params(job_of[k][0], for_batch=True)}
+                            for k in todo]
+                batch_id = await _submit(leaf, requests)
+                state = {"batch_id": batch_id, "judge_id": leaf.judge_id, "run": str(folder), "keys": todo,
+                         "status": "submitted", "submitted_at": iso(utc_now())}
+                state_path = registry / f"{batch_id}.json"
+                _write_state(state_path, state)  # before polling: an interruption now resumes, never resubmits
+                write_json(folder / "batch.json", state)
+                info["submitted"].append(batch_id)
+                info["requests"] = len(requests)
+                manifest.batch = info
+                manifest.write(folder)
+                await collect(batch_id)
+                state.update(status="collected", collected_at=iso(utc_now()))
+                _write_state(state_path, state)
+                write_json(folder / "batch.json", state)
+        finally:
+            await leaf.aclose()
+
+    if missing:
+        run_sync(network)
+    manifest.batch = info
+    k = 0
+    used: set[str] = set()
+    for items, views, n_turns in chunk_list:
+        records = []
+        for view in views:
+            for s in range(samples):
+                key = keys[k]
+                rec = ready.get(key)
+                if rec is None:
+                    rec = leaf.error_record(view, s, "no result for this request in any batch")
+                elif key in used:  # identical views share one request: its cost is counted once
+                    rec = rec.model_copy(update={"segment_id": view.segment_id, "cached": True})
+                elif rec.segment_id != view.segment_id:
+                    rec = rec.model_copy(update={"segment_id": view.segment_id})
+                used.add(key)
+                records.append(rec)
+                k += 1
+        usage.add(records)
+        writer.add(items, records, rubric, n_turns)
+        if bar is not None:
+            bar.update(len(views))

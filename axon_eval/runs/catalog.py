@@ -1,0 +1,57 @@
+"""Every run folder under a root as one table, so runs can be found and compared without opening folders.
+
+``index(root)`` reads only ``manifest.json`` (and ``study.json`` when present) of each folder. A folder
+whose manifest cannot be read is listed with ``status == "unreadable"`` and the reason, never skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from .io import default_runs_dir
+from .manifest import RunManifest
+
+INDEX_COLUMNS: tuple[str, ...] = (
+    "run_id", "path", "started_at", "ended_at", "kind", "name", "status", "judge_id", "judge_local",
+    "rubric_id", "rubric_name", "turns_file", "turns_sha256", "segments", "judged", "unjudged", "invalid",
+    "samples", "cost_usd", "git_commit", "git_dirty", "source_run", "study", "simulated", "error",
+)
+
+
+def index(root: str | Path | None = None) -> pd.DataFrame:
+    """One row per run folder directly under ``root`` (default ``$AXON_EVAL_RUNS_DIR`` or ``runs``),
+    newest first, with the columns :data:`INDEX_COLUMNS`. Hidden folders (``.cache``) are skipped."""
+    base = Path(root) if root is not None else default_runs_dir()
+    rows = []
+    if base.is_dir():
+        for folder in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            if not (folder / "manifest.json").exists():
+                continue
+            row: dict[str, object] = {"run_id": folder.name, "path": str(folder)}
+            try:
+                m = RunManifest.read(folder)
+            except Exception as exc:  # a broken manifest is listed, not hidden
+                row.update(status="unreadable", error=f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+                rows.append(row)
+                continue
+            row.update(
+                started_at=m.started_at, ended_at=m.ended_at, kind=m.kind, name=m.name, status=m.status,
+                judge_id=m.judge_id, judge_local=m.judge_local, rubric_id=m.rubric_id, rubric_name=m.rubric_name,
+                turns_file=m.turns_file, turns_sha256=m.input_files.get(m.turns_file or "", None),
+                segments=m.counts.segments, judged=m.counts.judged, unjudged=m.counts.unjudged,
+                invalid=m.counts.invalid, samples=m.counts.samples, cost_usd=m.cost_usd, git_commit=m.git_commit,
+                git_dirty=m.git_dirty, source_run=m.source_run, error=m.error,
+            )
+            study_path = folder / "study.json"
+            if study_path.exists():
+                try:
+                    study = json.loads(study_path.read_text(encoding="utf-8"))
+                    row.update(study=study.get("study"), simulated=study.get("simulated"))
+                except (OSError, ValueError) as exc:
+                    row.update(study="unreadable", error=f"study.json: {exc}")
+            rows.append(row)
+    frame = pd.DataFrame(rows, columns=list(INDEX_COLUMNS))
+    return frame.sort_values("run_id", ascending=False, ignore_index=True)

@@ -1,0 +1,281 @@
+"""Two runs side by side: which segments moved, by how much, across which band edges, and whether by chance.
+
+Matching: rows are matched on ``(segment_id, sample_index)``. Only rows judged in both runs enter the
+statistics; rows unjudged on either side and rows present in one run only are listed, never dropped.
+
+For matched judged rows with scores ``a_i`` (run A) and ``b_i`` (run B), ``delta_i = b_i - a_i`` (points):
+
+* mean delta with a percentile bootstrap confidence interval (``scipy.stats.bootstrap``, ``n_boot``
+  resamples, seeded; BCa is avoided because it is undefined when every delta is equal);
+* Wilcoxon signed-rank test of ``delta`` against 0 (``scipy.stats.wilcoxon``, two-sided, zero
+  differences dropped -- the ``"wilcox"`` convention); ``None`` when every delta is zero;
+* the band transition matrix (rows: band in A, columns: band in B, all three bands always shown);
+* per-segment deltas, largest ``|delta|`` first, each with the arithmetic of both sides
+  (``10 * sum(w_d s_d) / sum(w_d)``, then the caps that applied) so a reader can retrace both scores.
+
+``identical`` is true when nothing is unmatched, every status agrees and every matched row has the same
+four subscores, score and band. Runs over different evidence files (SHA-256 of the recorded
+``turns_file``) are refused unless ``allow_different_evidence=True``.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..rubric import BANDS, DIMENSIONS, Rubric
+from .io import iso, new_run_dir, to_jsonable, utc_now, write_json, write_parquet, atomic_write_text
+from .load import Run, load_run
+from .manifest import RunCounts, RunManifest
+from .provenance import package_versions
+
+KEY = ["segment_id", "sample_index"]
+
+
+def _rubric_of(run: Run) -> Rubric | None:
+    return Rubric.model_validate(run.manifest.rubric) if run.manifest.rubric else None
+
+
+def score_arithmetic(row: pd.Series | dict[str, Any], rubric: Rubric | None, side: str = "") -> str:
+    """``"10*(0.3*9 + 0.25*8 + 0.25*7 + 0.2*6)/1 = 77.5 -> 77.5 (good)"`` for one results row; caps that
+    applied are named. ``side`` is a column suffix (``"_a"``) when the row holds both runs."""
+    get = (lambda k: row[f"{k}{side}"]) if side else (lambda k: row[k])
+    if rubric is None:
+        return f"score {get('score')} ({get('band')})"
+    weights = rubric.weights.as_dict()
+    terms, total = [], 0.0
+    for d in DIMENSIONS:
+        value = get(d)
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            continue
+        terms.append(f"{weights[d]:g}*{value:g}")
+        total += weights[d]
+    caps = get("caps_applied") or ""
+    capped = f" capped by {caps.replace(';', ', ')}" if caps else ""
+    return (f"10*({' + '.join(terms)})/{total:g} = {get('raw_score'):.2f}{capped} -> "
+            f"{get('score'):.1f} ({get('band')})")
+
+
+@dataclass
+class RunComparison:
+    """Result of :func:`compare_runs` (see the module docstring for definitions)."""
+
+    run_a: str
+    run_b: str
+    judge_a: str | None
+    judge_b: str | None
+    rubric_a: str | None
+    rubric_b: str | None
+    same_evidence: bool
+    n_matched: int
+    n_compared: int
+    deltas: pd.DataFrame
+    transitions: pd.DataFrame
+    unmatched_a: list[str]
+    unmatched_b: list[str]
+    unjudged: pd.DataFrame
+    mean_delta: float | None
+    mean_delta_ci: tuple[float, float] | None
+    max_abs_delta: float | None
+    n_band_changes: int
+    wilcoxon_statistic: float | None
+    wilcoxon_p: float | None
+    identical: bool
+    seed: int
+    n_boot: int
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """The headline figures (JSON-safe)."""
+        return to_jsonable({
+            "run_a": self.run_a, "run_b": self.run_b, "judge_a": self.judge_a, "judge_b": self.judge_b,
+            "rubric_a": self.rubric_a, "rubric_b": self.rubric_b, "same_evidence": self.same_evidence,
+            "n_matched": self.n_matched, "n_compared": self.n_compared, "mean_delta": self.mean_delta,
+            "mean_delta_ci95": list(self.mean_delta_ci) if self.mean_delta_ci else None,
+            "max_abs_delta": self.max_abs_delta, "n_band_changes": self.n_band_changes,
+            "transitions": {a: {b: int(self.transitions.loc[a, b]) for b in BANDS} for a in BANDS},
+            "wilcoxon_statistic": self.wilcoxon_statistic, "wilcoxon_p": self.wilcoxon_p,
+            "unmatched_a": self.unmatched_a, "unmatched_b": self.unmatched_b,
+            "unjudged": self.unjudged[KEY].to_dict(orient="records") if len(self.unjudged) else [],
+            "identical": self.identical, "seed": self.seed, "n_boot": self.n_boot, "notes": self.notes,
+        })
+
+    def format(self, top: int = 10) -> str:
+        """A plain-text summary for the terminal."""
+        lines = [f"A: {self.run_a}  [{self.judge_a} | rubric {self.rubric_a}]",
+                 f"B: {self.run_b}  [{self.judge_b} | rubric {self.rubric_b}]",
+                 f"matched rows: {self.n_matched}; compared (judged in both): {self.n_compared}; "
+                 f"only in A: {len(self.unmatched_a)}; only in B: {len(self.unmatched_b)}; "
+                 f"unjudged in either: {len(self.unjudged)}"]
+        if self.mean_delta is not None:
+            ci = f" (95% CI {self.mean_delta_ci[0]:+.2f} to {self.mean_delta_ci[1]:+.2f})" if self.mean_delta_ci else ""
+            p = "n/a (every delta is 0)" if self.wilcoxon_p is None else f"{self.wilcoxon_p:.3g}"
+            lines.append(f"mean delta B-A: {self.mean_delta:+.2f} points{ci}; max |delta| {self.max_abs_delta:.1f}; "
+                         f"Wilcoxon p = {p}")
+        lines.append(f"band changes: {self.n_band_changes} of {self.n_compared}")
+        lines.append("band transitions (rows A, columns B):")
+        lines.extend("  " + line for line in self.transitions.to_string().splitlines())
+        moved = self.deltas[self.deltas["delta"] != 0].head(top)
+        if len(moved):
+            lines.append(f"largest |delta| (top {len(moved)}):")
+            for _, r in moved.iterrows():
+                lines.append(f"  {r['segment_id']}#{r['sample_index']}: {r['delta']:+.1f}  A: {r['arithmetic_a']}")
+                lines.append(f"  {'':>{len(str(r['segment_id'])) + len(str(r['sample_index'])) + 1}}         "
+                             f"B: {r['arithmetic_b']}")
+        lines.extend(f"note: {n}" for n in self.notes)
+        lines.append("IDENTICAL" if self.identical else "NOT identical")
+        return "\n".join(lines)
+
+
+def _evidence_hash(m: RunManifest) -> str | None:
+    return m.input_files.get(m.turns_file) if m.turns_file else None
+
+
+def compare_runs(a: str | Path | Run, b: str | Path | Run, *, allow_different_evidence: bool = False,
+                 n_boot: int = 2000, seed: int = 0, confidence: float = 0.95) -> RunComparison:
+    """Compare run ``b`` against run ``a`` (folders or loaded runs); see the module docstring."""
+    from scipy import stats
+
+    run_a = a if isinstance(a, Run) else load_run(a)
+    run_b = b if isinstance(b, Run) else load_run(b)
+    ha, hb = _evidence_hash(run_a.manifest), _evidence_hash(run_b.manifest)
+    same = ha is not None and ha == hb
+    notes: list[str] = []
+    if not same:
+        message = (f"runs read different evidence (A: {run_a.manifest.turns_file} sha256 {str(ha)[:12]}, "
+                   f"B: {run_b.manifest.turns_file} sha256 {str(hb)[:12]})")
+        if not allow_different_evidence:
+            raise ValueError(message + "; pass allow_different_evidence=True (--allow-different-evidence) to "
+                             "compare them anyway")
+        notes.append(message)
+    ra, rb = run_a.results, run_b.results
+    merged = ra.merge(rb, on=KEY, how="outer", suffixes=("_a", "_b"), indicator=True)
+    only_a = merged.loc[merged["_merge"] == "left_only", "segment_id"].astype(str).tolist()
+    only_b = merged.loc[merged["_merge"] == "right_only", "segment_id"].astype(str).tolist()
+    both = merged[merged["_merge"] == "both"].copy()
+    judged = (both["status_a"] == "judged") & (both["status_b"] == "judged")
+    unjudged = both.loc[~judged, [*KEY, "status_a", "status_b", "error_a", "error_b"]].reset_index(drop=True)
+    cmp = both[judged].copy()
+    cmp["delta"] = cmp["score_b"] - cmp["score_a"]
+    cmp["abs_delta"] = cmp["delta"].abs()
+    rub_a, rub_b = _rubric_of(run_a), _rubric_of(run_b)
+    cmp["arithmetic_a"] = [score_arithmetic(r, rub_a, "_a") for _, r in cmp.iterrows()]
+    cmp["arithmetic_b"] = [score_arithmetic(r, rub_b, "_b") for _, r in cmp.iterrows()]
+    cmp = cmp.sort_values(["abs_delta", "segment_id"], ascending=[False, True], ignore_index=True)
+    columns = [*KEY, "delta", "score_a", "score_b", "band_a", "band_b",
+               *[f"{d}_{s}" for d in DIMENSIONS for s in ("a", "b")], "arithmetic_a", "arithmetic_b"]
+    deltas = cmp[columns].reset_index(drop=True)
+    transitions = pd.crosstab(pd.Categorical(cmp["band_a"], categories=list(BANDS)),
+                              pd.Categorical(cmp["band_b"], categories=list(BANDS)), dropna=False)
+    transitions.index.name, transitions.columns.name = "A", "B"
+    transitions = transitions.reindex(index=list(BANDS), columns=list(BANDS), fill_value=0)
+
+    d = cmp["delta"].to_numpy(dtype=float)
+    mean = ci = w_stat = w_p = max_abs = None
+    if len(d):
+        mean, max_abs = float(d.mean()), float(np.abs(d).max())
+        if len(d) >= 2 and np.ptp(d) > 0:
+            res = stats.bootstrap((d,), np.mean, n_resamples=n_boot, confidence_level=confidence,
+                                  method="percentile", random_state=np.random.default_rng(seed))
+            ci = (float(res.confidence_interval.low), float(res.confidence_interval.high))
+        else:
+            ci = (mean, mean)
+        if np.any(d != 0):
+            w = stats.wilcoxon(d, zero_method="wilcox", alternative="two-sided")
+            w_stat, w_p = float(w.statistic), float(w.pvalue)
+    same_subscores = True
+    for dim in DIMENSIONS:
+        x, y = cmp[f"{dim}_a"].to_numpy(dtype=float), cmp[f"{dim}_b"].to_numpy(dtype=float)
+        same_subscores &= bool(np.array_equal(x, y, equal_nan=True))
+    band_changes = int((cmp["band_a"].astype(str) != cmp["band_b"].astype(str)).sum())
+    statuses_agree = bool((both["status_a"] == both["status_b"]).all())
+    identical = (not only_a and not only_b and statuses_agree and same_subscores and band_changes == 0
+                 and bool(np.all(d == 0)))
+    return RunComparison(
+        run_a=str(run_a.run_dir), run_b=str(run_b.run_dir), judge_a=run_a.manifest.judge_id,
+        judge_b=run_b.manifest.judge_id, rubric_a=run_a.manifest.rubric_id, rubric_b=run_b.manifest.rubric_id,
+        same_evidence=same, n_matched=len(both), n_compared=len(cmp), deltas=deltas, transitions=transitions,
+        unmatched_a=only_a, unmatched_b=only_b, unjudged=unjudged, mean_delta=mean, mean_delta_ci=ci,
+        max_abs_delta=max_abs, n_band_changes=band_changes, wilcoxon_statistic=w_stat, wilcoxon_p=w_p,
+        identical=identical, seed=seed, n_boot=n_boot, notes=notes)
+
+
+def _figures(c: RunComparison, folder: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    fig, ax = plt.subplots(figsize=(5.5, 3.5))
+    ax.hist(c.deltas["delta"], bins=41, color="#546e7a")
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_xlabel("score delta B - A (points)")
+    ax.set_ylabel("segments")
+    ax.set_title("Per-segment score change")
+    fig.tight_layout()
+    out.append(folder / "delta_histogram.png")
+    fig.savefig(out[-1], dpi=110)
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(4.5, 4.5))
+    ax.scatter(c.deltas["score_a"], c.deltas["score_b"], s=10, alpha=0.6, color="#37474f")
+    ax.plot([0, 100], [0, 100], color="black", lw=0.8)
+    for edge in (50, 80):
+        ax.axvline(edge, color="#b0bec5", lw=0.8, ls="--")
+        ax.axhline(edge, color="#b0bec5", lw=0.8, ls="--")
+    ax.set_xlabel("score in A")
+    ax.set_ylabel("score in B")
+    ax.set_title("Scores, A against B (band edges dashed)")
+    fig.tight_layout()
+    out.append(folder / "score_scatter.png")
+    fig.savefig(out[-1], dpi=110)
+    plt.close(fig)
+    return out
+
+
+def _html(c: RunComparison, figures: list[Path], top: int) -> str:
+    import base64
+
+    esc = html.escape
+    imgs = "".join(f'<img alt="{esc(p.stem)}" src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}">'
+                   for p in figures)
+    moved = c.deltas[c.deltas["delta"] != 0].head(top)
+    rows = "".join(f"<tr><td>{esc(str(r.segment_id))}</td><td>{r.sample_index}</td><td>{r.delta:+.1f}</td>"
+                   f"<td>{esc(r.arithmetic_a)}</td><td>{esc(r.arithmetic_b)}</td></tr>" for r in moved.itertuples())
+    summary = esc(c.format(top=0))
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>compare</title><style>"
+            f"body{{font-family:sans-serif;max-width:1100px;margin:2em auto}}td,th{{border:1px solid #ccc;"
+            f"padding:2px 6px;font-size:13px}}table{{border-collapse:collapse}}img{{max-width:48%}}</style></head>"
+            f"<body><h1>Run comparison</h1><pre>{summary}</pre>{imgs}<h2>Largest changes</h2><table><tr><th>segment"
+            f"</th><th>sample</th><th>delta</th><th>A</th><th>B</th></tr>{rows}</table></body></html>")
+
+
+def write_comparison(c: RunComparison, out_dir: str | Path | None = None, *, name: str = "compare",
+                     top: int = 50) -> Path:
+    """Write a comparison as a new run folder (kind ``compare``): ``comparison.json``, ``deltas.parquet``,
+    ``transitions.csv``, ``unjudged.csv``, ``figures/`` and ``compare.html``; returns the folder."""
+    started = utc_now()
+    out = Path(out_dir) if out_dir is not None else Path(c.run_b).parent
+    folder = new_run_dir(out, name, None, now=started)
+    write_json(folder / "comparison.json", c.to_json())
+    write_parquet(folder / "deltas.parquet", c.deltas)
+    atomic_write_text(folder / "transitions.csv", c.transitions.to_csv())
+    atomic_write_text(folder / "unjudged.csv", c.unjudged.to_csv(index=False))
+    figures = _figures(c, folder / "figures")
+    atomic_write_text(folder / "compare.html", _html(c, figures, top))
+    manifest = RunManifest(run_id=folder.name, status="complete", kind="compare", name=name,
+                           rubric_id=c.rubric_b, judge_id=c.judge_b, packages=package_versions(),
+                           params={"run_a": c.run_a, "run_b": c.run_b, "seed": c.seed, "n_boot": c.n_boot},
+                           seed=c.seed, started_at=iso(started), ended_at=iso(utc_now()), source_run=c.run_a,
+                           counts=RunCounts(segments=c.n_matched, judged=c.n_compared,
+                                            unjudged=c.n_matched - c.n_compared, samples=c.n_matched))
+    manifest.write(folder)
+    return folder
+

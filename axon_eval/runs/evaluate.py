@@ -1,0 +1,558 @@
+"""``evaluate``: judge and score every segment of an evidence file, streaming, into a new run folder.
+
+The input is read, judged, scored and written in chunks of about ``chunk_size`` segments, so peak memory
+grows with the chunk, not the file: ``verdicts.jsonl`` and ``audit.jsonl`` are appended chunk by chunk
+and ``results.parquet`` gets one row group per chunk (each written under a hidden ``.partial`` name and
+moved into place at the end). Only the results table (one small row per segment) is kept for the
+figures and the returned :class:`~axon_eval.runs.load.Run`; its verdicts and audit load lazily.
+
+Order of events: the input is opened and checked for at least one valid turn (none: ``NoValidTurnsError``
+and no folder); the folder and a ``running`` manifest are written; for a paid judge the estimated cost
+is computed (a streaming pre-pass), recorded and printed; chunks are judged through the verdict cache;
+the manifest is finished with ``complete``, ``partial`` or ``failed`` (see :mod:`.manifest`). Any
+exception after the folder exists keeps what was written and marks the run ``failed``.
+
+Budget: with ``max_cost_usd``, before each view is sent the reported cost so far plus the view's
+estimate (:mod:`.budget`) must stay within the budget; views beyond it are kept as unjudged rows with
+the reason, and the run ends ``partial``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from ..evidence import InvalidTurn, Turn, iter_turns, split_segments, trajectory_facts
+from ..rubric import Rubric
+from ..view import EvidenceView, render_view
+from .budget import estimate_cost, estimate_view_cost, is_paid
+from .io import (
+    JsonlAppender,
+    ParquetAppender,
+    atomic_write_text,
+    default_cache_path,
+    default_runs_dir,
+    file_sha256,
+    iso,
+    new_run_dir,
+    to_jsonable,
+    utc_now,
+    write_json,
+    write_jsonl,
+)
+from .load import Run
+from .manifest import NoValidTurnsError, RunCounts, RunManifest, status_for
+from .provenance import find_repo_root, git_info, package_versions, redact_secrets, relative_to_root
+from .rows import SegmentItem, empty_results, results_frame, score_pair
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..judges.base import Judge, JudgeRecord
+    from ..judges.cache import VerdictCache
+
+BUDGET_ERROR = "not judged: the max_cost_usd budget of ${budget:.4f} would be exceeded (reported so far ${spent:.4f})"
+
+
+# -- judges and caches -------------------------------------------------------------------------------
+def resolve_judge(judge: Judge | str) -> Judge:
+    """A judge object, or one built from a spec string by :func:`axon_eval.judges.build_judge`."""
+    if isinstance(judge, str):
+        from ..judges import build_judge
+
+        return build_judge(judge)
+    for attr in ("judge_id", "model", "prompt_version", "judge_many"):
+        if not hasattr(judge, attr):
+            raise TypeError(f"{judge!r} is not a judge: it has no {attr!r}")
+    return judge
+
+
+def judge_label(judge: Any) -> str:
+    """The spec a judge was built from, else its id (used in folder names)."""
+    return str(getattr(judge, "spec", None) or judge.judge_id)
+
+
+def judge_provenance(judge: Any) -> list[dict[str, Any]]:
+    """``provenance()`` of every leaf API judge inside ``judge`` (wrappers unwrapped), no keys."""
+    from .budget import leaf_judges
+
+    out = []
+    for leaf, _calls in leaf_judges(judge):
+        fn = getattr(leaf, "provenance", None)
+        if callable(fn):
+            out.append(redact_secrets(to_jsonable(fn())))
+    return out
+
+
+@contextlib.contextmanager
+def open_cache(cache: Any, out_dir: Path) -> Iterator[Any]:
+    """``cache``: a VerdictCache (used as is), a path, ``None``/``True`` (default path) or ``False`` (none)."""
+    if cache is False:
+        yield None
+        return
+    if cache is None or cache is True or isinstance(cache, str | Path):
+        from ..judges.cache import VerdictCache
+
+        path = default_cache_path(out_dir) if cache is None or cache is True else Path(cache)
+        opened = VerdictCache(path)
+        try:
+            yield opened
+        finally:
+            opened.close()
+        return
+    yield cache
+
+
+def _cache_counts(cache: Any) -> tuple[int, int] | None:
+    stats = getattr(cache, "stats", None)
+    if stats is None:
+        return None
+    return int(getattr(stats, "hits", 0)), int(getattr(stats, "misses", 0))
+
+
+class _Usage:
+    """Running totals of tokens and cost of the calls made in this run (cached records cost nothing)."""
+
+    FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "cost_usd")
+
+    def __init__(self) -> None:
+        self.totals: dict[str, Any] = {f: None for f in self.FIELDS}
+        self.cached = 0
+        self.records = 0
+
+    def add(self, records: Iterable[JudgeRecord]) -> None:
+        for r in records:
+            self.records += 1
+            if r.cached:
+                self.cached += 1
+                continue
+            for f in self.FIELDS:
+                v = getattr(r, f)
+                if v is not None:
+                    self.totals[f] = (self.totals[f] or 0) + v
+
+    @property
+    def spent(self) -> float:
+        return float(self.totals["cost_usd"] or 0.0)
+
+
+# -- the input stream ----------------------------------------------------------------------------------
+def _invalid_dict(i: InvalidTurn | Mapping[str, Any]) -> dict[str, Any]:
+    return i.to_dict() if isinstance(i, InvalidTurn) else dict(i)
+
+
+def _turn_stream(turns: Iterable[Turn] | Path, invalid_sink: list[dict[str, Any]]) -> Iterator[Turn]:
+    """Valid turns in order; invalid line records go to ``invalid_sink`` as they are met."""
+    source: Iterable[Any] = iter_turns(turns) if isinstance(turns, Path) else turns
+    for item in source:
+        if isinstance(item, InvalidTurn):
+            invalid_sink.append(item.to_dict())
+        elif isinstance(item, Turn):
+            yield item
+        else:
+            raise TypeError(f"turns must be Turn objects or an evidence file path; got {type(item).__name__}")
+
+
+def _limited(stream: Iterator[Turn], limit: int | None) -> Iterator[Turn]:
+    """The first ``limit`` turns; the rest of the stream is still consumed (its invalid lines are reported)."""
+    if limit is None:
+        yield from stream
+        return
+    yield from itertools.islice(stream, limit)
+    for _ in stream:
+        pass
+
+
+def _segment_chunks(turns: Iterator[Turn], rubric: Rubric, chunk_size: int,
+                    row_sampler: str | None) -> Iterator[tuple[list[SegmentItem], list[EvidenceView], int]]:
+    """``(items, views, n_turns)`` per chunk of whole turns holding about ``chunk_size`` segments."""
+    items: list[SegmentItem] = []
+    views: list[EvidenceView] = []
+    n_turns = 0
+    for turn in turns:
+        n_turns += 1
+        facts = trajectory_facts(turn).to_dict()
+        for segment in split_segments(turn):
+            view = (render_view(segment, rubric.row_horizon) if row_sampler is None
+                    else render_view(segment, rubric.row_horizon, row_sampler=row_sampler))
+            views.append(view)
+            items.append(SegmentItem.from_view(view, turn, facts))
+        if len(views) >= chunk_size:
+            yield items, views, n_turns
+            items, views, n_turns = [], [], 0
+    if views or n_turns:
+        yield items, views, n_turns
+
+
+def _rubric_sampler(rubric: Rubric) -> str | None:
+    sampler = getattr(rubric, "row_sampler", None)
+    return None if sampler in (None, "head") else str(sampler)
+
+
+# -- writing -------------------------------------------------------------------------------------------
+class RunWriter:
+    """The growing files of a run folder (verdicts, audit, results) and its running counts."""
+
+    def __init__(self, folder: Path, *, compress_audit: bool = False) -> None:
+        self.folder = folder
+        self.verdicts = JsonlAppender(folder / "verdicts.jsonl")
+        self.audit = JsonlAppender(folder / ("audit.jsonl.gz" if compress_audit else "audit.jsonl"),
+                                   compress=compress_audit)
+        self.results = ParquetAppender(folder / "results.parquet")
+        self.frames: list[pd.DataFrame] = []
+        self.counts = RunCounts()
+
+    def add(self, items: Sequence[SegmentItem], records: Sequence[JudgeRecord], rubric: Rubric,
+            n_turns: int) -> pd.DataFrame:
+        """Score and write the records of one chunk: ``records`` are view-major, ``samples`` per item."""
+        samples = (len(records) // len(items)) if items else 1
+        if items and samples * len(items) != len(records):
+            raise RuntimeError(f"judge returned {len(records)} records for {len(items)} views")
+        aligned = [items[i // samples] for i in range(len(records))]
+        for i, (item, record) in enumerate(zip(aligned, records, strict=True)):
+            if record.segment_id != item.segment_id:
+                raise RuntimeError(f"judge returned records out of order: record {i} is for "
+                                   f"{record.segment_id!r}, expected {item.segment_id!r}")
+        return self.add_scored(aligned, records, rubric, n_turns)
+
+    def add_scored(self, items: Sequence[SegmentItem], records: Sequence[JudgeRecord], rubric: Rubric,
+                   n_turns: int) -> pd.DataFrame:
+        """Score and write ``records``, ``items[i]`` being the segment of ``records[i]``."""
+        rows, audit = [], []
+        for item, record in zip(items, records, strict=True):
+            row, entry = score_pair(item, record, rubric)
+            rows.append(row)
+            audit.append(entry)
+        frame = results_frame(rows)
+        self.verdicts.write(r.model_dump_json() for r in records)
+        self.audit.write(audit)
+        if len(frame):
+            self.results.write(frame)
+            self.frames.append(frame)
+        self._count(frame, n_turns)
+        return frame
+
+    def _count(self, frame: pd.DataFrame, n_turns: int) -> None:
+        c = self.counts
+        c.turns += n_turns
+        if len(frame):
+            judged_by_segment = (frame["status"] == "judged").groupby(frame["segment_id"], sort=False).all()
+            c.segments += len(judged_by_segment)
+            c.judged += int(judged_by_segment.sum())
+            c.unjudged = c.segments - c.judged
+            c.samples += len(frame)
+            c.unjudged_samples += int((frame["status"] != "judged").sum())
+
+    def results_frame(self) -> pd.DataFrame:
+        return pd.concat(self.frames, ignore_index=True) if self.frames else empty_results()
+
+    def commit(self) -> None:
+        self.verdicts.commit()
+        self.audit.commit()
+        self.results.commit(empty=empty_results())
+
+    def abort(self) -> None:
+        for appender in (self.verdicts, self.audit, self.results):
+            appender.abort(keep=True)
+
+
+def _rubric_record(rubric: Rubric) -> dict[str, Any]:
+    return rubric.model_dump(mode="json")
+
+
+def _prepare_dir(run_dir: str | Path | None, out_dir: Path, name: str, judge: str | None,
+                 started: datetime) -> tuple[Path, dict[str, Any] | None, bool]:
+    """The run folder to write (fresh, or a given one that holds no results yet), any notebook info
+    already in its manifest (written there by :mod:`axon_eval.runner`), and whether params.json exists."""
+    if run_dir is None:
+        return new_run_dir(out_dir, name, judge, now=started), None, False
+    folder = Path(run_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    taken = [p.name for p in (folder / "results.parquet", folder / "verdicts.jsonl") if p.exists()]
+    if taken:
+        raise FileExistsError(f"run folder {folder} already holds {taken}; runs are never overwritten")
+    notebook = None
+    if (folder / "manifest.json").exists():
+        with contextlib.suppress(Exception):
+            notebook = RunManifest.read(folder).notebook
+    return folder, notebook, (folder / "params.json").exists()
+
+
+def fail_run(folder: Path, manifest: RunManifest, exc: BaseException) -> None:
+    """Mark a run failed, keeping whatever it had (never raises over the original error)."""
+    manifest.status = "failed"
+    manifest.failure = "no_valid_turns" if isinstance(exc, NoValidTurnsError) else "error"
+    manifest.error = redact_secrets(f"{type(exc).__name__}: {exc}".strip())
+    manifest.ended_at = iso(utc_now())
+    with contextlib.suppress(Exception):
+        manifest.write(folder)
+
+
+def record_git(folder: Path, manifest: RunManifest, root: Path | None) -> None:
+    """Git commit and dirty flag into the manifest; a dirty tree's diff into ``git.diff`` and a warning."""
+    git = git_info(root, with_diff=True)
+    manifest.git_commit, manifest.git_dirty = git["commit"], git["dirty"]
+    if git.get("dirty") is True:
+        atomic_write_text(folder / "git.diff", git.get("diff") or "")
+        manifest.git_diff = "git.diff"
+        message = (f"the working tree is dirty: results are not reproducible from commit {git['commit'][:12]} "
+                   "alone; its diff is saved as git.diff")
+        manifest.warnings.append(message)
+        print(f"WARNING: {message}", file=sys.stderr)
+
+
+def _judge_chunk(judge: Judge, views: Sequence[EvidenceView], items: Sequence[SegmentItem], *,
+                 cache: Any, concurrency: int, usage: _Usage, max_cost_usd: float | None) -> list[JudgeRecord]:
+    """Judge one chunk through the cache, keeping within the budget (see the module docstring)."""
+    if max_cost_usd is None:
+        return judge.judge_many(views, concurrency=concurrency, cache=cache, progress=False)
+    allowed: list[int] = []
+    planned = usage.spent
+    for k, view in enumerate(views):
+        cost = estimate_view_cost(judge, view) or 0.0
+        if cache is not None and getattr(judge, "cacheable", False) and cache.get(judge.cache_key(view, 0)) is not None:
+            cost = 0.0  # served from the cache: free
+        if planned + cost > max_cost_usd:
+            break
+        planned += cost
+        allowed.append(k)
+    judged = judge.judge_many([views[k] for k in allowed], concurrency=concurrency, cache=cache,
+                              progress=False) if allowed else []
+    samples = getattr(judge, "default_samples", 1) or 1
+    out: list[JudgeRecord] = list(judged)
+    message = BUDGET_ERROR.format(budget=max_cost_usd, spent=usage.spent)
+    for view in views[len(allowed):]:
+        out.extend(judge.error_record(view, s, message) for s in range(samples))
+    return out
+
+
+def evaluate(
+    turns: Sequence[Turn] | str | Path,
+    judge: Judge | str,
+    rubric: Rubric | str | Path | None = None,
+    *,
+    invalid: Iterable[InvalidTurn | Mapping[str, Any]] = (),
+    out_dir: str | Path | None = None,
+    name: str = "evaluate",
+    params: Mapping[str, Any] | None = None,
+    input_files: Iterable[str | Path] = (),
+    cache: VerdictCache | str | Path | bool | None = None,
+    concurrency: int = 8,
+    limit: int | None = None,
+    seed: int = 0,
+    progress: bool = True,
+    row_horizon: int | None = None,
+    run_dir: str | Path | None = None,
+    figures: bool = True,
+    chunk_size: int = 512,
+    kind: Literal["evaluate", "rejudge"] = "evaluate",
+    source_run: str | None = None,
+    batch: bool = False,
+    batch_poll_s: float = 30.0,
+    max_cost_usd: float | None = None,
+    compress_audit: bool = False,
+) -> Run:
+    """Judge and score every segment of ``turns`` and write a run folder; returns the :class:`Run`.
+
+    Parameters
+    ----------
+    turns : valid turns (with their ``invalid`` records), or the path of an evidence file, which is
+        streamed here (its invalid lines are kept and its SHA-256 recorded).
+    judge : a :class:`~axon_eval.judges.base.Judge` or a spec string (``heuristic``, ``anthropic:<model>``,
+        ...). Its ``judge_many`` is called through the verdict cache.
+    rubric : a Rubric, a packaged rubric name or a YAML path (default ``axon-v1``); ``row_horizon``
+        replaces its row horizon (which changes the rubric id).
+    invalid : invalid input lines to carry into the run (``invalid.jsonl``, manifest counts, summaries).
+    out_dir : parent of the run folder (default ``$AXON_EVAL_RUNS_DIR`` or ``runs``).
+    run_dir : write into this folder instead of a fresh one (the notebook runner creates it); it must not
+        hold results already. Its ``params.json`` (the notebook's parameters) is kept.
+    params : parameters to record (e.g. a notebook's parameters); merged over the call's own
+        (turns_file, judge, rubric, row_horizon, limit, seed, name, concurrency) in the manifest.
+    input_files : further files whose SHA-256 is recorded (labels, ...); the evidence file comes first.
+    cache : a ``VerdictCache``, a path, ``None`` (default ``<out_dir>/.cache/verdicts.sqlite`` or
+        ``$AXON_EVAL_CACHE``) or ``False`` (no cache).
+    limit : judge only the first ``limit`` valid turns (all of their segments); invalid lines are
+        always all reported.
+    seed : recorded in the manifest and params. The run itself is deterministic given the judge;
+        stochastic judges carry their own seed in their spec (``noise(heuristic, sd=1, seed=3)``).
+    figures : write the standard figures into ``figures/``.
+    chunk_size : segments read, judged and written per step (peak memory grows with it).
+    batch : submit all uncached views as one Anthropic Message Batch (half price); the batch id is kept
+        in the run folder and beside the cache, so a restarted run resumes polling instead of paying twice.
+    max_cost_usd : stop sending views before the reported cost would exceed this (see module docstring).
+    compress_audit : write ``audit.jsonl.gz`` instead of ``audit.jsonl``.
+
+    Raises ``NoValidTurnsError`` (a ``ValueError``) before creating anything when the input holds no
+    valid turn. A segment whose judgement failed is kept as ``status == "unjudged"`` with its error and
+    ``NaN`` scores. Any exception after the folder exists marks the manifest ``failed`` and is re-raised.
+    """
+    started = utc_now()
+    rubric = Rubric.resolve(rubric)
+    if row_horizon is not None:
+        rubric = rubric.replace(row_horizon=int(row_horizon))
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int | np.integer) or limit < 0):
+        raise ValueError(f"limit must be a non-negative integer or None, got {limit!r}")
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be >= 1, got {concurrency!r}")
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be >= 1, got {chunk_size!r}")
+    if max_cost_usd is not None and not (isinstance(max_cost_usd, int | float) and max_cost_usd >= 0):
+        raise ValueError(f"max_cost_usd must be a non-negative number or None, got {max_cost_usd!r}")
+    judge = resolve_judge(judge)
+    if batch:
+        from .batch import batch_leaf
+
+        batch_leaf(judge)  # refuses judges that cannot batch, before anything is written
+    files = [Path(p) for p in input_files]
+    invalid_list = [_invalid_dict(i) for i in invalid]
+    source_name = "<turns>"
+    turn_source: Iterable[Turn] | Path
+    if isinstance(turns, str | Path):
+        path = Path(turns)
+        turn_source, source_name = path, str(path)
+        files = [path, *[f for f in files if f != path]]
+    else:
+        turn_source = list(turns)
+    for f in files:
+        if not f.is_file():
+            raise FileNotFoundError(f"input file {f} does not exist")
+
+    # Peek for a first valid turn before anything is written: an empty input makes no folder.
+    stream = _turn_stream(turn_source, invalid_list)
+    first = next(stream, None)
+    if first is None or limit == 0:
+        # drain so the error lists every invalid line
+        for _ in stream:
+            pass
+        if first is None:
+            raise NoValidTurnsError(source_name, len(invalid_list),
+                                    [f"line {i.get('line')}: {i.get('field')}: {i.get('message')}" for i in invalid_list])
+    turn_iter = _limited(itertools.chain([first] if first is not None else [], stream), limit)
+
+    out = Path(out_dir) if out_dir is not None else (Path(run_dir).parent if run_dir is not None else default_runs_dir())
+    folder, notebook, has_params = _prepare_dir(run_dir, out, name, judge_label(judge), started)
+    root = find_repo_root(folder)
+    rel = lambda p: relative_to_root(p, root)  # noqa: E731 - a tiny local alias
+    call_params = {
+        "turns_file": rel(files[0]) if files else None,
+        "judge": judge_label(judge),
+        "rubric": rubric.label,
+        "row_horizon": rubric.row_horizon,
+        "limit": None if limit is None else int(limit),
+        "seed": seed,
+        "name": name,
+        "concurrency": concurrency,
+        "batch": bool(batch),
+        "max_cost_usd": max_cost_usd,
+    }
+    merged_params = redact_secrets(to_jsonable({**call_params, **dict(params or {})}))
+    provenance = judge_provenance(judge)
+    manifest = RunManifest(
+        run_id=folder.name, status="running", kind=kind, name=name, judge_id=judge.judge_id,
+        judge_spec=redact_secrets(getattr(judge, "spec", None)), judge_model=judge.model,
+        judge_endpoint=next((p.get("endpoint") for p in provenance if p.get("endpoint")), None),
+        judge_local=any(bool(p.get("local")) for p in provenance) if provenance else None,
+        judge_provenance=provenance, prompt_version=judge.prompt_version,
+        rubric_id=rubric.id, rubric_name=rubric.name, rubric=_rubric_record(rubric),
+        packages=package_versions(), params=merged_params, seed=seed, started_at=iso(started),
+        counts=RunCounts(invalid=len(invalid_list)), source_run=rel(source_run) if source_run else None,
+        notebook=notebook, max_cost_usd=max_cost_usd,
+    )
+    writer: RunWriter | None = None
+    try:
+        manifest.input_files = {rel(f): file_sha256(f) for f in files}
+        manifest.turns_file = rel(files[0]) if files else None
+        record_git(folder, manifest, root)
+        if manifest.judge_local:
+            manifest.warnings.append(f"judged against a local server at {manifest.judge_endpoint}: these are not "
+                                     "a real model's verdicts")
+        if not has_params:
+            write_json(folder / "params.json", merged_params)
+        manifest.write(folder)
+        (folder / "figures").mkdir(exist_ok=True)
+        sampler = _rubric_sampler(rubric)
+        if is_paid(judge) and isinstance(turn_source, Path) and limit is None:
+            est = estimate_cost(judge, (v for _i, vs, _n in _segment_chunks(
+                _turn_stream(turn_source, []), rubric, chunk_size, sampler) for v in vs), batch=batch)
+            manifest.estimated_cost_usd = est
+            shown = "unknown (model not in the price table)" if est is None else f"${est:.4f}"
+            print(f"estimated cost of judging {turn_source} with {judge.judge_id}: {shown} "
+                  f"(an estimate: see axon_eval.runs.budget)"
+                  + (f"; budget max_cost_usd=${max_cost_usd:.4f}" if max_cost_usd is not None else ""),
+                  file=sys.stderr)
+            manifest.write(folder)
+        writer = RunWriter(folder, compress_audit=compress_audit)
+        usage = _Usage()
+        with open_cache(cache, out) as cache_obj:
+            cache_file = getattr(cache_obj, "path", None) if cache_obj is not None else None
+            manifest.cache_path = rel(cache_file) if cache_file is not None else None
+            before = _cache_counts(cache_obj)
+            chunks = _segment_chunks(turn_iter, rubric, chunk_size, sampler)
+            bar = _progress(judge.judge_id, progress)
+            try:
+                if batch:
+                    from .batch import judge_run_in_batch
+
+                    judge_run_in_batch(judge, chunks, writer, rubric, cache=cache_obj, folder=folder,
+                                       manifest=manifest, usage=usage, poll_interval=batch_poll_s, bar=bar)
+                else:
+                    for items, views, n_turns in chunks:
+                        records = _judge_chunk(judge, views, items, cache=cache_obj, concurrency=concurrency,
+                                               usage=usage, max_cost_usd=max_cost_usd)
+                        usage.add(records)
+                        writer.add(items, records, rubric, n_turns)
+                        if bar is not None:
+                            bar.update(len(views))
+            finally:
+                if bar is not None:
+                    bar.close()
+            after = _cache_counts(cache_obj)
+        writer.commit()
+        write_jsonl(folder / "invalid.jsonl", invalid_list)
+        results = writer.results_frame()
+        if figures:
+            from .. import plots
+
+            plots.save_standard_figures(results, rubric, folder / "figures")
+        if before is not None and after is not None:
+            manifest.cache_hits, manifest.cache_misses = after[0] - before[0], after[1] - before[1]
+        elif cache_obj is not None:
+            manifest.cache_hits = usage.cached
+            manifest.cache_misses = usage.records - usage.cached
+        for key, value in usage.totals.items():
+            setattr(manifest, key, value)
+        counts = writer.counts
+        counts.invalid = len(invalid_list)
+        manifest.counts = counts
+        manifest.status, manifest.failure = status_for(counts)
+        if max_cost_usd is not None and (results["error"].fillna("").str.startswith("not judged: the max_cost_usd")).any():
+            manifest.warnings.append(f"the max_cost_usd budget (${max_cost_usd:.4f}) stopped judging; the rest "
+                                     "are unjudged rows")
+        manifest.ended_at = iso(utc_now())
+        manifest.write(folder)
+    except BaseException as exc:
+        if writer is not None:
+            writer.abort()
+        with contextlib.suppress(Exception):
+            write_jsonl(folder / "invalid.jsonl", invalid_list)
+        if writer is not None:
+            manifest.counts = writer.counts
+            manifest.counts.invalid = len(invalid_list)
+        fail_run(folder, manifest, exc)
+        raise
+    return Run(run_dir=folder, manifest=manifest, params=manifest.params, results=results,
+               invalid=invalid_list)
+
+
+def _progress(label: str, enabled: bool) -> Any:
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(desc=f"judging [{label}]", unit="segment")

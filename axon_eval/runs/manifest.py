@@ -1,0 +1,164 @@
+"""``manifest.json``: what a run folder claims about itself, its statuses and the exit codes they map to.
+
+Statuses
+--------
+``running``   written first, before any work; a folder left ``running`` was killed hard.
+``complete``  every segment was judged (every sample of it, for a repeated judge).
+``partial``   some segments are unjudged (judge errors, or the cost budget ran out): they are rows with
+              ``status == "unjudged"`` and their reason, never scores of 0.
+``failed``    no segment was judged, the input held no valid turn, or the run raised; what it had is kept.
+
+Exit codes (the CLI's ``evaluate``, ``run``, ``rejudge``, ``rerun`` and ``make run`` all use these)
+-------------------------------------------------------------------------------------------------
+==  =====================================================================================
+0   ``complete``: every segment judged (invalid input lines allowed unless ``--strict``)
+1   the run or notebook raised (status ``failed`` with the error)
+2   usage error: bad spec, unknown parameter, missing file, ...; nothing was written
+3   ``partial``: some segments unjudged
+4   ``failed`` because no segment was judged
+5   the input holds no valid turn
+6   ``--strict`` and at least one input line is invalid (the run itself may be complete)
+==  =====================================================================================
+"""
+
+from __future__ import annotations
+
+import platform
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .io import write_json
+from .provenance import redact_secrets
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_PARTIAL = 3
+EXIT_NONE_JUDGED = 4
+EXIT_NO_VALID_TURNS = 5
+EXIT_INVALID_LINES = 6
+
+RunStatus = Literal["running", "complete", "partial", "failed"]
+#: ``failure`` values a failed manifest may carry (why it failed), used by :func:`exit_code`.
+FailureKind = Literal["error", "none_judged", "no_valid_turns", "budget"]
+
+
+class NoValidTurnsError(ValueError):
+    """The evidence holds no valid turn (empty, or every line invalid): there is nothing to judge."""
+
+    def __init__(self, source: str, n_invalid: int, first: list[str] | None = None) -> None:
+        self.source = source
+        self.n_invalid = n_invalid
+        shown = "".join(f"\n  {line}" for line in (first or [])[:5])
+        more = f"\n  ... and {n_invalid - 5} more" if n_invalid > 5 else ""
+        what = "is empty" if n_invalid == 0 else f"has {n_invalid} invalid line record(s) and no valid turn"
+        super().__init__(f"{source} {what}: nothing to judge{shown}{more}")
+
+
+class RunCounts(BaseModel):
+    """Counts of a run, in segments (never samples).
+
+    ``judged + unjudged == segments``; a segment is *judged* when every one of its samples was judged.
+    ``samples`` is the number of results rows (segments x samples per segment); ``unjudged_samples`` of
+    them failed. ``invalid``: input lines that could not be used.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    turns: int = 0
+    segments: int = 0
+    judged: int = 0
+    unjudged: int = 0
+    invalid: int = 0
+    samples: int = 0
+    unjudged_samples: int = 0
+
+
+class RunManifest(BaseModel):
+    """``manifest.json`` of a run folder. Times are UTC ISO-8601 (``...Z``). Paths are relative to the
+    repository root when they lie inside it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    manifest_version: int = 2
+    run_id: str
+    status: RunStatus
+    failure: FailureKind | None = None
+    kind: Literal["evaluate", "rejudge", "rescore", "notebook", "compare", "study"]
+    name: str
+    judge_id: str | None = None
+    judge_spec: str | None = None
+    judge_model: str | None = None
+    judge_endpoint: str | None = Field(default=None, description="base URL the judge called (no credentials)")
+    judge_local: bool | None = Field(default=None, description="the judge ran against a server on this machine")
+    judge_provenance: list[dict[str, Any]] = Field(default_factory=list,
+                                                   description="per LLM judge: provider, model, endpoint, key source")
+    prompt_version: str | None = None
+    rubric_id: str | None = None
+    rubric_name: str | None = None
+    rubric: dict[str, Any] | None = Field(default=None, description="name, version, weights, caps, bands, "
+                                          "row_horizon, prompt_version")
+    git_commit: str = "unknown"
+    git_dirty: bool | Literal["unknown"] = "unknown"
+    git_diff: str | None = Field(default=None, description="file in the run folder holding the dirty tree's diff")
+    python: str = Field(default_factory=lambda: platform.python_version())
+    packages: dict[str, str | None] = Field(default_factory=dict)
+    input_files: dict[str, str] = Field(default_factory=dict, description="path -> SHA-256")
+    turns_file: str | None = Field(default=None, description="the evidence file (a key of input_files)")
+    workdir: str | None = Field(default=None, description="legacy (manifest v1): absolute working directory")
+    params: dict[str, Any] = Field(default_factory=dict)
+    seed: int | None = None
+    started_at: str
+    ended_at: str | None = None
+    counts: RunCounts = Field(default_factory=RunCounts)
+    cache_path: str | None = None
+    cache_hits: int | None = None
+    cache_misses: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_creation_tokens: int | None = None
+    cost_usd: float | None = None
+    estimated_cost_usd: float | None = Field(default=None, description="estimate printed before a paid run")
+    max_cost_usd: float | None = None
+    batch: dict[str, Any] | None = Field(default=None, description="Message Batches: ids, status, pricing")
+    source_run: str | None = None
+    notebook: dict[str, Any] | None = None
+    warnings: list[str] = Field(default_factory=list)
+    error: str | None = None
+
+    def write(self, folder: str | Path) -> Path:
+        """Atomically write ``manifest.json`` into ``folder`` (secrets scrubbed)."""
+        return write_json(Path(folder) / "manifest.json", redact_secrets(self.model_dump(mode="json")))
+
+    @classmethod
+    def read(cls, folder: str | Path) -> RunManifest:
+        path = Path(folder) / "manifest.json"
+        if not path.exists():
+            raise FileNotFoundError(f"{folder} is not a run folder: no manifest.json")
+        return cls.model_validate_json(path.read_text(encoding="utf-8"))
+
+
+def status_for(counts: RunCounts) -> tuple[RunStatus, FailureKind | None]:
+    """The finished status of a run with these counts (see the module docstring)."""
+    if counts.segments == 0 or counts.judged == 0:
+        return "failed", ("no_valid_turns" if counts.turns == 0 else "none_judged")
+    if counts.unjudged:
+        return "partial", None
+    return "complete", None
+
+
+def exit_code(manifest: RunManifest, *, strict: bool = False) -> int:
+    """The process exit code for a finished run (table in the module docstring)."""
+    if manifest.status == "failed":
+        return {"no_valid_turns": EXIT_NO_VALID_TURNS, "none_judged": EXIT_NONE_JUDGED}.get(
+            manifest.failure or "error", EXIT_ERROR)
+    if manifest.status == "partial":
+        return EXIT_PARTIAL
+    if manifest.status == "running":  # a finished call never leaves this; treat as an error
+        return EXIT_ERROR
+    if strict and manifest.counts.invalid:
+        return EXIT_INVALID_LINES
+    return EXIT_OK

@@ -1,0 +1,164 @@
+"""Provenance facts a manifest records: secrets redaction, package versions, git state, relative paths.
+
+Redaction: before anything is written (params, manifest, executed notebooks, errors), every value of an
+environment variable whose *name* looks like a secret (``*KEY*``, ``*TOKEN*``, ``*SECRET*``,
+``*PASSWORD*``, ``*CREDENTIAL*``, ``*AUTH*``; values of 8 characters or more) is replaced by
+``<redacted>``, and so are the credentials of any URL (``scheme://user:password@host`` ->
+``scheme://<redacted>@host``, and query parameters named like a secret).
+
+Package versions: every distribution the installed ``axon-eval`` requires (read from its metadata, i.e.
+the ``dependencies`` of ``pyproject.toml``), plus ``axon_eval`` itself; ``None`` when not installed.
+
+Git: commit, dirty flag and, for a dirty tree, the diff against ``HEAD`` plus the list of untracked files
+(saved as ``git.diff`` in the run folder so the run can be reproduced from the commit and the diff).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Mapping
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.IGNORECASE)
+_MIN_SECRET_LEN = 8
+REDACTED = "<redacted>"
+#: ``scheme://userinfo@`` in any string: the userinfo part is a credential.
+_URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^/@\s\"'<>]+)@")
+#: ``?api_key=...`` / ``&token=...`` query parameters.
+_URL_SECRET_PARAM = re.compile(r"(?P<name>[?&][A-Za-z0-9_\-]*(?:key|token|secret|password|auth|sig)[A-Za-z0-9_\-]*=)"
+                               r"(?P<value>[^&#\s\"'<>]+)", re.IGNORECASE)
+#: Distribution name of this package.
+DIST_NAME = "axon-eval"
+
+
+def _secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
+    env = os.environ if environ is None else environ
+    return sorted({v for k, v in env.items() if _SECRET_NAME.search(k) and v and len(v) >= _MIN_SECRET_LEN},
+                  key=len, reverse=True)
+
+
+def redact_text(text: str, secrets: list[str] | None = None) -> str:
+    """``text`` with secret environment values and URL credentials replaced by ``<redacted>``."""
+    for s in (_secret_values() if secrets is None else secrets):
+        if s in text:
+            text = text.replace(s, REDACTED)
+    text = _URL_USERINFO.sub(lambda m: f"{m['scheme']}{REDACTED}@", text)
+    return _URL_SECRET_PARAM.sub(lambda m: f"{m['name']}{REDACTED}", text)
+
+
+def redact_secrets(value: Any, environ: Mapping[str, str] | None = None) -> Any:
+    """A copy of ``value`` (JSON-like) with every secret removed (see the module docstring)."""
+    secrets = _secret_values(environ)
+
+    def scrub(v: Any) -> Any:
+        if isinstance(v, str):
+            return redact_text(v, secrets)
+        if isinstance(v, dict):
+            return {scrub(k): scrub(x) for k, x in v.items()}
+        if isinstance(v, list | tuple):
+            return [scrub(x) for x in v]
+        return v
+
+    return scrub(value)
+
+
+def _requirement_name(spec: str) -> str | None:
+    """``'pandas>=2.1'`` -> ``'pandas'``; extras-only requirements (``; extra == "dev"``) -> ``None``."""
+    if "extra ==" in spec.replace("'", '"').split(";", 1)[-1] and ";" in spec:
+        return None
+    m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._\-]*)", spec)
+    return m.group(1) if m else None
+
+
+@lru_cache(maxsize=1)
+def recorded_packages() -> tuple[str, ...]:
+    """``axon_eval`` and every runtime dependency the installed distribution declares."""
+    try:
+        requires = metadata.requires(DIST_NAME) or []
+    except metadata.PackageNotFoundError:  # running from a source tree that is not installed
+        requires = []
+    names = [n for n in (_requirement_name(r) for r in requires) if n]
+    return ("axon_eval", *sorted(set(names), key=str.lower))
+
+
+@lru_cache(maxsize=1)
+def package_versions() -> dict[str, str | None]:
+    """Installed versions of :func:`recorded_packages` (``None`` when not installed)."""
+    out: dict[str, str | None] = {}
+    for name in recorded_packages():
+        dist = DIST_NAME if name == "axon_eval" else name
+        try:
+            out[name] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def _git(where: Path, *args: str, timeout: float = 60) -> str:
+    return subprocess.run(["git", "-C", str(where), *args], capture_output=True, text=True, timeout=timeout,
+                          check=True).stdout
+
+
+def git_info(path: str | Path | None = None, *, with_diff: bool = False) -> dict[str, Any]:
+    """``{"commit": sha, "dirty": bool, "root": path}`` of the repository holding ``path`` (default: this
+    package); with ``with_diff`` and a dirty tree also ``"diff"``: ``git diff HEAD`` plus the untracked
+    files' names.
+
+    ``dirty`` counts modified, staged and untracked files. Outside a repository, or without git,
+    commit and dirty are ``"unknown"``.
+    """
+    where = Path(path) if path is not None else Path(__file__).resolve().parent
+    try:
+        commit = _git(where, "rev-parse", "HEAD", timeout=20).strip()
+        root = _git(where, "rev-parse", "--show-toplevel", timeout=20).strip()
+        status = _git(where, "status", "--porcelain")
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": "unknown", "dirty": "unknown", "root": None}
+    out: dict[str, Any] = {"commit": commit or "unknown", "dirty": bool(status.strip()), "root": root or None}
+    if with_diff and out["dirty"]:
+        try:
+            diff = _git(where, "diff", "HEAD", "--binary")
+            untracked = _git(where, "ls-files", "--others", "--exclude-standard").split()
+        except (OSError, subprocess.SubprocessError) as exc:
+            diff, untracked = f"# git diff failed: {exc}\n", []
+        listing = "".join(f"# untracked: {u}\n" for u in untracked)
+        out["diff"] = (listing + diff) if listing or diff else ""
+    return out
+
+
+def find_repo_root(start: str | Path) -> Path:
+    """The nearest folder at or above ``start`` holding ``pyproject.toml`` (else ``start``'s folder)."""
+    p = Path(start).resolve()
+    here = p if p.is_dir() else p.parent
+    for candidate in (here, *here.parents):
+        if (candidate / "pyproject.toml").exists():
+            return candidate
+    return here
+
+
+def relative_to_root(path: str | Path, root: str | Path | None) -> str:
+    """``path`` relative to ``root`` when it lies inside it (POSIX separators), else absolute."""
+    p = Path(path).resolve()
+    if root is not None:
+        try:
+            return p.relative_to(Path(root).resolve()).as_posix()
+        except ValueError:
+            pass
+    return str(p)
+
+
+def resolve_recorded(recorded: str, *, root: str | Path | None, workdir: str | Path | None = None) -> Path:
+    """Where a path recorded in a manifest is now: absolute as is, else under ``root`` (the repository
+    root), else under the old ``workdir`` (manifests written before paths were root-relative)."""
+    p = Path(recorded)
+    if p.is_absolute():
+        return p
+    for base in (root, workdir):
+        if base is not None and (Path(base) / p).exists():
+            return Path(base) / p
+    return (Path(root) / p) if root is not None else p
