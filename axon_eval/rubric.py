@@ -7,6 +7,11 @@ horizon or prompt version changes it. Every results row and audit record carries
 The packaged rubric ``axon-v1`` (``axon_eval/rubrics/axon-v1.yaml``) is the one every number in the
 source documents refers to: weights 0.30 / 0.25 / 0.25 / 0.20, caps 25 / 70 / 40, bands 80 / 50,
 row horizon 20.
+
+A rubric may also cap the score on a low subscore (:class:`SubscoreCap`, e.g. faithfulness at or
+below 3 caps the score at 49; they enter the id only when declared, so ``axon-v1`` keeps its id), and a
+rubric file may start from a parent with ``extends: <packaged name or path>`` and give only what
+differs (:func:`resolve_extends`). ``axon-v1-faithcap`` is ``axon-v1`` plus that faithfulness cap.
 """
 
 from __future__ import annotations
@@ -72,6 +77,38 @@ class Caps(_Frozen):
         return {f: float(getattr(self, f)) for f in CAP_FACTS}
 
 
+class SubscoreCap(_Frozen):
+    """A cap triggered by a judged subscore: when ``dimension <= at_or_below`` the score is at most ``cap``.
+
+    The comparison is made on the clamped subscore (0-10). A null subscore (no answer captured, for
+    ``answer_faithfulness``) never triggers it: there is nothing to compare. Like the fact caps it is
+    applied as ``min(score, cap)`` and only ever lowers a score; its audit name is :attr:`name`, e.g.
+    ``answer_faithfulness_at_or_below_3``.
+    """
+
+    dimension: str
+    at_or_below: float = Field(ge=0, le=10)
+    cap: float = Field(ge=0, le=100)
+
+    @field_validator("dimension")
+    @classmethod
+    def _known_dimension(cls, v: str) -> str:
+        if v not in DIMENSIONS:
+            raise ValueError(f"subscore cap dimension {v!r} is not one of {list(DIMENSIONS)}")
+        return v
+
+    @property
+    def name(self) -> str:
+        return f"{self.dimension}{SUBSCORE_CAP_INFIX}{self.at_or_below:g}"
+
+    def canonical(self) -> dict[str, Any]:
+        return {"dimension": self.dimension, "at_or_below": round(self.at_or_below, 12), "cap": round(self.cap, 12)}
+
+
+#: Joins dimension and threshold in a subscore cap's audit name (``answer_faithfulness_at_or_below_3``).
+SUBSCORE_CAP_INFIX = "_at_or_below_"
+
+
 class Bands(_Frozen):
     """Lower edges of the bands on the rounded score: good >= ``good``, partial >= ``partial``."""
 
@@ -96,6 +133,8 @@ class Rubric(_Frozen):
     version: int = Field(default=1, ge=1)
     weights: Weights
     caps: Caps
+    #: Caps triggered by a low subscore, applied after the fact caps (empty in ``axon-v1``).
+    subscore_caps: tuple[SubscoreCap, ...] = ()
     bands: Bands
     row_horizon: int = Field(default=20, ge=1)
     prompt_version: str = Field(default="judge_v1", min_length=1)
@@ -105,6 +144,15 @@ class Rubric(_Frozen):
     def _name(cls, v: str) -> str:
         if not v.strip():
             raise ValueError("rubric name must not be empty")
+        return v
+
+    @field_validator("subscore_caps")
+    @classmethod
+    def _distinct_subscore_caps(cls, v: tuple[SubscoreCap, ...]) -> tuple[SubscoreCap, ...]:
+        names = [c.name for c in v]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"subscore caps are declared twice: {repeated}")
         return v
 
     # -- construction -------------------------------------------------------------------------
@@ -125,14 +173,19 @@ class Rubric(_Frozen):
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> Rubric:
-        """Load a rubric YAML file (same layout as ``axon-v1.yaml``)."""
+        """Load a rubric YAML file (same layout as ``axon-v1.yaml``, or ``extends:`` a parent).
+
+        A relative ``extends:`` path is resolved against this file's folder.
+        """
         p = Path(path)
-        return cls.from_dict(yaml.safe_load(p.read_text(encoding="utf-8")), source=str(p))
+        return cls.from_dict(yaml.safe_load(p.read_text(encoding="utf-8")), source=str(p), base_dir=p.parent)
 
     @classmethod
-    def from_dict(cls, data: Any, source: str = "<dict>") -> Rubric:
+    def from_dict(cls, data: Any, source: str = "<dict>", base_dir: str | Path | None = None) -> Rubric:
+        """Validate a rubric mapping; an ``extends`` key is resolved first (see :func:`resolve_extends`)."""
         if not isinstance(data, dict):
             raise ValueError(f"{source}: a rubric must be a mapping, got {type(data).__name__}")
+        data = resolve_extends(data, source, base_dir)
         try:
             return cls.model_validate(data)
         except Exception as exc:  # re-raise with the source named
@@ -169,13 +222,18 @@ class Rubric(_Frozen):
     # -- identity -----------------------------------------------------------------------------
     def canonical(self) -> dict[str, Any]:
         """The content that defines the rubric's behaviour (the name is a label, not content)."""
-        return {
+        content: dict[str, Any] = {
             "weights": {d: round(v, 12) for d, v in self.weights.as_dict().items()},
             "caps": {f: round(v, 12) for f, v in self.caps.as_dict().items()},
             "bands": {"good": round(self.bands.good, 12), "partial": round(self.bands.partial, 12)},
             "row_horizon": self.row_horizon,
             "prompt_version": self.prompt_version,
         }
+        # Only when present, so that rubrics without subscore caps (axon-v1) keep the id they always had.
+        if self.subscore_caps:
+            content["subscore_caps"] = sorted((c.canonical() for c in self.subscore_caps),
+                                              key=lambda c: (c["dimension"], c["at_or_below"], c["cap"]))
+        return content
 
     @cached_property
     def id(self) -> str:
@@ -189,7 +247,7 @@ class Rubric(_Frozen):
         return f"{self.name}@{self.id}"
 
     def to_yaml(self) -> str:
-        return yaml.safe_dump(self.model_dump(), sort_keys=False)
+        return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False)
 
     def band(self, score: float) -> str:
         """Band of a (rounded) score: ``good`` / ``partial`` / ``poor``."""
@@ -198,3 +256,67 @@ class Rubric(_Frozen):
         if score >= self.bands.partial:
             return "partial"
         return "poor"
+
+
+# -- extends: a rubric file that changes only what differs from its parent ---------------------------
+def _looks_like_path(spec: str) -> bool:
+    return spec.endswith((".yaml", ".yml")) or "/" in spec or "\\" in spec
+
+
+def _deep_merge(parent: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
+    """``child`` over ``parent``: mappings merge key by key (recursively); anything else is replaced whole."""
+    merged = dict(parent)
+    for key, value in child.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def resolve_extends(data: dict[str, Any], source: str = "<dict>", base_dir: str | Path | None = None,
+                    _chain: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Resolve ``extends: <parent>`` in a rubric mapping into one complete mapping.
+
+    ``<parent>`` is a packaged rubric name (``axon-v1``) or a YAML path (anything ending in ``.yaml`` /
+    ``.yml`` or containing a slash; relative paths are taken from ``base_dir``, the child file's folder,
+    else the working directory). The parent is loaded (itself resolved first, so chains work), then
+    the child's keys are merged over it: nested mappings (``weights``, ``caps``, ``bands``) key by key,
+    lists (``subscore_caps``) and scalars replaced whole. The child must give its own ``name`` (a
+    variant silently carrying its parent's name would be mistaken for it). Without ``extends`` the
+    mapping is returned unchanged. Raises ``ValueError`` naming ``source`` and the parent when the
+    parent is unknown, unreadable or part of a cycle.
+    """
+    if "extends" not in data:
+        return data
+    parent_spec = data["extends"]
+    if not isinstance(parent_spec, str) or not parent_spec.strip():
+        raise ValueError(f"{source}: 'extends' must name a packaged rubric or a YAML file, got {parent_spec!r}")
+    if "name" not in data:
+        raise ValueError(f"{source}: a rubric that extends {parent_spec!r} must give its own 'name'")
+    if _looks_like_path(parent_spec):
+        path = Path(parent_spec)
+        if not path.is_absolute() and base_dir is not None:
+            path = Path(base_dir) / path
+        if not path.is_file():
+            raise ValueError(f"{source}: extends {parent_spec!r}, but there is no such file ({path})")
+        parent_source, parent_base = str(path.resolve()), path.parent
+        text = path.read_text(encoding="utf-8")
+    else:
+        ref = resources.files("axon_eval") / "rubrics" / f"{parent_spec}.yaml"
+        if not ref.is_file():
+            available = sorted(p.name.removesuffix(".yaml") for p in (resources.files("axon_eval") / "rubrics").iterdir()
+                               if p.name.endswith(".yaml"))
+            raise ValueError(f"{source}: extends unknown rubric {parent_spec!r}; packaged rubrics: {available}")
+        parent_source, parent_base = f"packaged {parent_spec}", None
+        text = ref.read_text(encoding="utf-8")
+    # Files are compared by resolved path, so a cycle through "a.yaml" and "./a.yaml" is still found.
+    chain = _chain or ((str(Path(source).resolve()) if Path(source).is_file() else source),)
+    if parent_source in chain:
+        raise ValueError(f"{source}: 'extends' forms a cycle: {' -> '.join((*chain, parent_source))}")
+    parent = yaml.safe_load(text)
+    if not isinstance(parent, dict):
+        raise ValueError(f"{source}: parent rubric {parent_spec!r} is not a mapping")
+    parent = resolve_extends(parent, parent_source, parent_base, (*chain, parent_source))
+    child = {k: v for k, v in data.items() if k != "extends"}
+    return _deep_merge(parent, child)

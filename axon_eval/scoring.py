@@ -6,18 +6,22 @@ observed dimensions ``O`` (``answer_faithfulness`` may be null and is then left 
     effective weight   e_d = w_d / sum_{k in O} w_k                    (renormalised nominal weights)
     contribution       c_d = 10 * e_d * s_d                            (points out of 100)
     raw_score          = 10 * sum_{d in O} w_d * s_d / sum_{d in O} w_d  in [0, 100]
-    capped             = min(raw_score, cap_f for every triggered fact f)
+    capped             = min(raw_score, cap_f for every triggered fact f,
+                             cap_c for every subscore cap c with s_c <= threshold_c)
     score              = round(capped, 1)
     band               = good if score >= 80, partial if score >= 50, else poor
 
 Caps (``axon-v1``): every SQL execution failed -> 25; the chain ended on an unrecovered failure -> 70;
-no tools and no SQL at all -> 40. Recovered errors carry no penalty and are recorded as a note. Caps
-only ever lower a score. The judge's categorical verdict is compared with the band; a mismatch is a
+no tools and no SQL at all -> 40. Recovered errors carry no penalty and are recorded as a note. A
+rubric may add subscore caps (``axon-v1-faithcap``: faithfulness <= 3 -> 49); a null subscore never
+triggers one. Caps only ever lower a score, and none depends on the weights. The judge's categorical verdict is compared with the band; a mismatch is a
 note, never a change of score.
 
 :func:`score_frame` applies exactly the same arithmetic, vectorised, to a DataFrame with one row per
 segment; :func:`score_turn` calls the same kernel on one row and adds the audit record, so both give
-bit-identical numbers.
+bit-identical numbers. The kernel's pieces (:func:`_effective_caps`, :func:`_weighted_raw`,
+:func:`_cap_round_band`) broadcast, and :mod:`axon_eval.stats.sensitivity` calls them to score many
+weight vectors at once with the same arithmetic.
 
 Rounding: ``numpy.round`` (round half to even on the binary value), used by both paths.
 """
@@ -25,7 +29,7 @@ Rounding: ``numpy.round`` (round half to even on the binary value), used by both
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -33,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from .evidence import TrajectoryFacts
-from .rubric import BANDS, CAP_FACTS, DIMENSIONS, REQUIRED_DIMENSIONS, Rubric
+from .rubric import BANDS, CAP_FACTS, DIMENSIONS, REQUIRED_DIMENSIONS, SUBSCORE_CAP_INFIX, Rubric
 
 #: Columns :func:`score_frame` reads.
 FRAME_INPUT_COLUMNS: tuple[str, ...] = DIMENSIONS + CAP_FACTS
@@ -88,28 +92,66 @@ def _validate_rubric(rubric: Rubric | None) -> Rubric:
     return Rubric.default() if rubric is None else rubric
 
 
+def _weight_array(rubric: Rubric) -> np.ndarray:
+    """Nominal weights as a float64 array in ``DIMENSIONS`` order."""
+    return np.array([rubric.weights.as_dict()[d] for d in DIMENSIONS], dtype=np.float64)
+
+
+def _effective_caps(subs: np.ndarray, facts: np.ndarray, rubric: Rubric) -> np.ndarray:
+    """Per row, the lowest cap that applies to it (``inf`` when none): it does not depend on the weights.
+
+    Fact caps trigger on their trajectory fact; subscore caps on ``subscore <= at_or_below`` (a NaN
+    subscore compares False, so a null faithfulness never triggers one). ``min(raw, lowest cap)`` is
+    exactly ``min`` applied cap by cap, because ``min`` is exact in floating point.
+    """
+    cap = np.full(subs.shape[0], np.inf)
+    fact_caps = rubric.caps.as_dict()
+    for j, fact in enumerate(CAP_FACTS):
+        cap = np.where(facts[:, j], np.minimum(cap, fact_caps[fact]), cap)
+    for sc in rubric.subscore_caps:
+        with np.errstate(invalid="ignore"):
+            hit = subs[:, DIMENSIONS.index(sc.dimension)] <= sc.at_or_below
+        cap = np.where(hit, np.minimum(cap, sc.cap), cap)
+    return cap
+
+
+def _weighted_raw(s_cols: Sequence[np.ndarray], w_cols: Sequence[np.ndarray]) -> np.ndarray:
+    """``10 * sum(w_d s_d) / sum(w_d)`` from four subscore columns and four weight columns.
+
+    Columns broadcast against each other, so the same code scores one weight vector against n rows
+    (``w_cols`` scalars or (n,)) or K vectors against n rows (``w_cols`` (K, 1), ``s_cols`` (1, n)).
+    Unobserved dimensions enter with weight 0 and subscore 0. The summation order is fixed, so every
+    caller gets bit-identical numbers for the same weights and subscores.
+    """
+    s0, s1, s2, s3 = s_cols
+    w0, w1, w2, w3 = w_cols
+    num = w0 * s0 + w1 * s1 + w2 * s2 + w3 * s3
+    den = w0 + w1 + w2 + w3
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return 10.0 * num / den
+
+
+def _cap_round_band(raw: np.ndarray, cap: np.ndarray, rubric: Rubric) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(capped, score, band_code) from raw scores and the per-row lowest cap (broadcasting)."""
+    capped = np.minimum(raw, cap)
+    score = np.round(capped, 1)
+    code = np.where(score >= rubric.bands.good, 0, np.where(score >= rubric.bands.partial, 1, 2))
+    return capped, score, code
+
+
 def _kernel(subs: np.ndarray, facts: np.ndarray, rubric: Rubric) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Vectorised arithmetic shared by both entry points.
+    """Vectorised arithmetic shared by every entry point (and by :mod:`axon_eval.stats.sensitivity`).
 
     ``subs``: (n, 4) float array in DIMENSIONS order, already clamped, NaN = not observed
     (only faithfulness may be NaN). ``facts``: (n, 3) bool array in CAP_FACTS order.
     Returns (raw, capped, score, band_code).
     """
-    w = np.array([rubric.weights.as_dict()[d] for d in DIMENSIONS], dtype=np.float64)
+    w = _weight_array(rubric)
     observed = ~np.isnan(subs)
     s0 = np.where(observed, subs, 0.0)
     wo = np.where(observed, w, 0.0)
-    # Fixed summation order so the per-row and vectorised paths are bit-identical.
-    num = wo[:, 0] * s0[:, 0] + wo[:, 1] * s0[:, 1] + wo[:, 2] * s0[:, 2] + wo[:, 3] * s0[:, 3]
-    den = wo[:, 0] + wo[:, 1] + wo[:, 2] + wo[:, 3]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        raw = 10.0 * num / den
-    capped = raw.copy()
-    caps = rubric.caps.as_dict()
-    for j, fact in enumerate(CAP_FACTS):
-        capped = np.where(facts[:, j], np.minimum(capped, caps[fact]), capped)
-    score = np.round(capped, 1)
-    code = np.where(score >= rubric.bands.good, 0, np.where(score >= rubric.bands.partial, 1, 2))
+    raw = _weighted_raw([s0[:, d] for d in range(4)], [wo[:, d] for d in range(4)])
+    capped, score, code = _cap_round_band(raw, _effective_caps(subs, facts, rubric), rubric)
     return raw, capped, score, code
 
 
@@ -201,6 +243,11 @@ def score_turn(
         CapRecord(name=f, cap=caps[f], triggered=bool(fact_map[f]), applied=bool(fact_map[f]) and caps[f] < raw)
         for f in CAP_FACTS
     ]
+    for sc in rubric.subscore_caps:
+        # A null subscore never triggers its cap (nothing to compare), exactly as NaN <= x is False in _kernel.
+        value = clean[sc.dimension]
+        hit = value is not None and value <= sc.at_or_below
+        cap_records.append(CapRecord(name=sc.name, cap=sc.cap, triggered=hit, applied=hit and sc.cap < raw))
     binding = min((c for c in cap_records if c.applied), key=lambda c: c.cap, default=None)
     for c in cap_records:
         if c is binding:
@@ -247,8 +294,13 @@ _CAP_REASONS = {
 
 
 def f_describe(fact: str) -> str:
-    """Plain-English reason for a cap fact (used in notes and reports)."""
-    return _CAP_REASONS.get(fact, fact)
+    """Plain-English reason for a cap (a fact name, or a subscore cap's ``<dimension>_at_or_below_<x>``)."""
+    if fact in _CAP_REASONS:
+        return _CAP_REASONS[fact]
+    dimension, infix, threshold = fact.partition(SUBSCORE_CAP_INFIX)
+    if infix and dimension in DIMENSIONS:
+        return f"{dimension} was graded {threshold} or lower"
+    return fact
 
 
 def score_arrays(subscores: np.ndarray, facts: np.ndarray, rubric: Rubric | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from axon_eval import DIMENSIONS, Rubric, score_frame, score_turn, trajectory_facts
 from axon_eval.evidence import Turn
 from axon_eval.rubric import CAP_FACTS
+from axon_eval.scoring import score_arrays
 
 RUBRIC = Rubric.default()
 NO_FACTS = {"all_sql_failed": False, "ended_on_failure": False, "no_tools": False}
@@ -152,6 +153,15 @@ def test_verdict_mismatch_is_a_note_not_a_change():
 
 
 # -- rubric ------------------------------------------------------------------------------------------
+def test_axon_v1_id_is_unchanged_by_optional_rubric_fields():
+    # Stored runs carry this id; fields added later (subscore caps) enter the canonical content only
+    # when declared, so the packaged axon-v1 keeps the id it was published with.
+    assert Rubric.default().id == "2d23bbec81d5"
+    assert "subscore_caps" not in Rubric.default().canonical()
+    assert FAITHCAP.id != RUBRIC.id and FAITHCAP.canonical()["subscore_caps"] == [
+        {"dimension": "answer_faithfulness", "at_or_below": 3, "cap": 49}]
+
+
 def test_rubric_id_is_a_content_hash():
     r = Rubric.default()
     same = r.with_weights(r.weights.as_dict(), name="renamed")
@@ -197,16 +207,65 @@ def test_raising_a_subscore_never_lowers_the_score(i, s, r, f, facts, dim, bump)
     assert score_turn(raised, facts).score >= score_turn(base, facts).score
 
 
-@settings(max_examples=50)
-@given(st.lists(st.tuples(subscore, subscore, subscore, maybe_subscore, facts_st), min_size=1, max_size=40))
-def test_score_frame_equals_score_turn(rows):
+FAITHCAP = Rubric.packaged("axon-v1-faithcap")
+#: A rubric with subscore caps on a required dimension too (two caps, the lower one must bind).
+TWO_SUBSCORE_CAPS = RUBRIC.replace(name="two-subscore-caps", subscore_caps=[
+    {"dimension": "intent_understood", "at_or_below": 2, "cap": 30},
+    {"dimension": "answer_faithfulness", "at_or_below": 5, "cap": 60}])
+rubrics_st = st.sampled_from([RUBRIC, FAITHCAP, TWO_SUBSCORE_CAPS])
+
+
+@settings(max_examples=60)
+@given(st.lists(st.tuples(subscore, subscore, subscore, maybe_subscore, facts_st), min_size=1, max_size=40), rubrics_st)
+def test_score_frame_equals_score_turn(rows, rubric):
     df = pd.DataFrame([{**subs(i, s, r, np.nan if f is None else f), **facts} for i, s, r, f, facts in rows])
-    out = score_frame(df)
+    out = score_frame(df, rubric)
+    raw_a, score_a, code_a = score_arrays(df[list(DIMENSIONS)].to_numpy(float), df[list(CAP_FACTS)].to_numpy(bool), rubric)
     for k, (i, s, r, f, facts) in enumerate(rows):
-        one = score_turn(subs(i, s, r, f), facts)
+        one = score_turn(subs(i, s, r, f), facts, rubric)
         assert out["raw_score"].iloc[k] == one.raw_score or (math.isnan(one.raw_score))
-        assert out["score"].iloc[k] == one.score
-        assert out["band"].iloc[k] == one.band
+        assert out["score"].iloc[k] == one.score == score_a[k]
+        assert out["band"].iloc[k] == one.band == ("good", "partial", "poor")[code_a[k]]
+
+
+# -- subscore caps ---------------------------------------------------------------------------------------
+def test_fabricated_answer_is_good_under_axon_v1_and_poor_under_faithcap():
+    # 10 * (0.3*10 + 0.25*10 + 0.25*10 + 0.2*0) = 80.0: perfect retrieval carries a fabricated answer to good.
+    nominal = score_turn(subs(10, 10, 10, 0), NO_FACTS, RUBRIC)
+    assert (nominal.score, nominal.band) == (80.0, "good")
+    capped = score_turn(subs(10, 10, 10, 0), NO_FACTS, FAITHCAP)
+    assert (capped.raw_score, capped.score, capped.band) == (80.0, 49.0, "poor")
+    cap = [c for c in capped.caps if c.name == "answer_faithfulness_at_or_below_3"]
+    assert len(cap) == 1 and cap[0].triggered and cap[0].applied and cap[0].cap == 49.0
+    assert capped.caps_applied == ["answer_faithfulness_at_or_below_3"]
+    assert any("capped at 49" in n and "answer_faithfulness" in n for n in capped.notes)
+    frame = score_frame(pd.DataFrame([{**subs(10, 10, 10, 0), **NO_FACTS}]), FAITHCAP)
+    assert (frame["score"].iloc[0], frame["band"].iloc[0]) == (49.0, "poor")
+
+
+@pytest.mark.parametrize("faithfulness,triggered", [(3, True), (4, False), (0, True), (None, False)])
+def test_faithfulness_cap_threshold_and_null(faithfulness, triggered):
+    r = score_turn(subs(10, 10, 10, faithfulness), NO_FACTS, FAITHCAP)
+    cap = [c for c in r.caps if c.name == "answer_faithfulness_at_or_below_3"][0]
+    assert cap.triggered is triggered and cap.applied is triggered
+    assert (r.score <= 49.0) is triggered
+
+
+def test_subscore_cap_that_does_not_bite_is_recorded_and_lowest_cap_binds():
+    low = score_turn(subs(2, 2, 2, 2), NO_FACTS, FAITHCAP)  # raw 20 < 49: triggered, not applied
+    cap = [c for c in low.caps if c.name.startswith("answer_faithfulness")][0]
+    assert cap.triggered and not cap.applied and low.score == 20.0
+    both = score_turn(subs(2, 10, 10, 5), NO_FACTS, TWO_SUBSCORE_CAPS)  # raw 76: caps 30 and 60 both bite
+    assert both.score == 30.0 and set(both.caps_applied) == {"intent_understood_at_or_below_2",
+                                                              "answer_faithfulness_at_or_below_5"}
+    with_fact = score_turn(subs(10, 10, 10, 0), {**NO_FACTS, "all_sql_failed": True}, FAITHCAP)
+    assert with_fact.score == 25.0  # the fact cap (25) is lower than the subscore cap (49)
+
+
+def test_subscore_caps_never_raise_a_score_and_null_never_triggers():
+    for i, s, r, f in [(0, 0, 0, None), (5, 5, 5, 3), (10, 10, 10, 10), (10, 10, 10, None), (1, 9, 9, 0)]:
+        assert score_turn(subs(i, s, r, f), NO_FACTS, FAITHCAP).score <= score_turn(subs(i, s, r, f), NO_FACTS).score
+    assert score_turn(subs(10, 10, 10, None), NO_FACTS, FAITHCAP).score == 100.0
 
 
 @given(subscore, subscore, subscore, maybe_subscore, facts_st, st.sampled_from(DIMENSIONS),

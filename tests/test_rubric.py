@@ -1,0 +1,112 @@
+"""Rubric files: ``extends:`` a parent, subscore caps, and the packaged ``axon-v1-faithcap``."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from axon_eval import Rubric
+from axon_eval.rubric import resolve_extends
+
+
+def test_faithcap_is_axon_v1_plus_only_the_faithfulness_cap():
+    base, faithcap = Rubric.default(), Rubric.packaged("axon-v1-faithcap")
+    assert faithcap.name == "axon-v1-faithcap"
+    assert [(c.dimension, c.at_or_below, c.cap) for c in faithcap.subscore_caps] == [("answer_faithfulness", 3, 49)]
+    assert faithcap.model_dump(exclude={"name", "subscore_caps"}) == base.model_dump(exclude={"name", "subscore_caps"})
+    assert faithcap.id != base.id
+    assert Rubric.resolve("axon-v1-faithcap") == faithcap
+
+
+def test_extends_changes_only_what_differs(tmp_path):
+    child = tmp_path / "heavier-intent.yaml"
+    child.write_text(yaml.safe_dump({"extends": "axon-v1", "name": "heavier-intent",
+                                     "weights": {"intent_understood": 0.35, "answer_faithfulness": 0.15}}))
+    r = Rubric.from_yaml(child)
+    assert r.weights.as_dict() == {"intent_understood": 0.35, "sql_quality": 0.25, "result_relevance": 0.25,
+                                   "answer_faithfulness": 0.15}
+    base = Rubric.default()
+    assert (r.caps, r.bands, r.row_horizon, r.prompt_version) == (base.caps, base.bands, base.row_horizon,
+                                                                   base.prompt_version)
+    # Same numbers as building the variant in code.
+    assert r.id == base.with_weights(r.weights).id
+
+
+def test_extends_a_relative_path_and_chains(tmp_path):
+    (tmp_path / "parent.yaml").write_text(yaml.safe_dump({"extends": "axon-v1-faithcap", "name": "parent",
+                                                           "row_horizon": 50}))
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "child.yaml").write_text(yaml.safe_dump({"extends": "../parent.yaml", "name": "child",
+                                                    "bands": {"good": 85}}))
+    r = Rubric.from_yaml(sub / "child.yaml")
+    assert (r.name, r.row_horizon, r.bands.good, r.bands.partial) == ("child", 50, 85, 50)
+    assert r.subscore_caps == Rubric.packaged("axon-v1-faithcap").subscore_caps  # inherited through the chain
+
+
+def test_child_list_replaces_the_parent_list(tmp_path):
+    f = tmp_path / "no-cap.yaml"
+    f.write_text(yaml.safe_dump({"extends": "axon-v1-faithcap", "name": "no-cap", "subscore_caps": []}))
+    assert Rubric.from_yaml(f).id == Rubric.default().id
+
+
+def test_unknown_parent_names_the_file_and_the_parent(tmp_path):
+    f = tmp_path / "orphan.yaml"
+    f.write_text(yaml.safe_dump({"extends": "axon-v9", "name": "orphan"}))
+    with pytest.raises(ValueError, match=r"orphan\.yaml.*axon-v9.*axon-v1"):
+        Rubric.from_yaml(f)
+    g = tmp_path / "missing-file.yaml"
+    g.write_text(yaml.safe_dump({"extends": "nowhere/parent.yaml", "name": "x"}))
+    with pytest.raises(ValueError, match=r"missing-file\.yaml.*nowhere/parent\.yaml"):
+        Rubric.from_yaml(g)
+
+
+def test_extends_needs_a_name_and_rejects_cycles(tmp_path):
+    with pytest.raises(ValueError, match="own 'name'"):
+        Rubric.from_dict({"extends": "axon-v1", "row_horizon": 30}, source="inline")
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text(yaml.safe_dump({"extends": "b.yaml", "name": "a"}))
+    b.write_text(yaml.safe_dump({"extends": "a.yaml", "name": "b"}))
+    with pytest.raises(ValueError, match="cycle"):
+        Rubric.from_yaml(a)
+
+
+def test_merged_rubric_is_still_validated(tmp_path):
+    f = tmp_path / "bad.yaml"
+    f.write_text(yaml.safe_dump({"extends": "axon-v1", "name": "bad", "weights": {"intent_understood": 0.5}}))
+    with pytest.raises(ValueError, match=r"(?s)bad\.yaml.*sum to 1"):
+        Rubric.from_yaml(f)
+
+
+def test_mapping_without_extends_is_unchanged():
+    data = {"name": "x", "weights": {}}
+    assert resolve_extends(data) is data
+
+
+@pytest.mark.parametrize("cap,msg", [
+    ({"dimension": "vibes", "at_or_below": 3, "cap": 49}, "not one of"),
+    ({"dimension": "answer_faithfulness", "at_or_below": 11, "cap": 49}, "less than or equal to 10"),
+    ({"dimension": "answer_faithfulness", "at_or_below": 3, "cap": 149}, "less than or equal to 100"),
+])
+def test_bad_subscore_caps_are_clear_errors(cap, msg):
+    with pytest.raises(ValueError, match=msg):
+        Rubric.default().replace(subscore_caps=[cap])
+
+
+def test_duplicate_subscore_caps_are_rejected():
+    cap = {"dimension": "answer_faithfulness", "at_or_below": 3, "cap": 49}
+    with pytest.raises(ValueError, match="declared twice"):
+        Rubric.default().replace(subscore_caps=[cap, {**cap, "cap": 40}])
+
+
+def test_rubric_with_subscore_caps_round_trips_through_yaml(tmp_path):
+    r = Rubric.packaged("axon-v1-faithcap")
+    f = tmp_path / "dumped.yaml"
+    f.write_text(r.to_yaml())
+    assert Rubric.from_yaml(f) == r and Rubric.from_yaml(f).id == r.id
+
+
+def test_with_weights_keeps_subscore_caps():
+    r = Rubric.packaged("axon-v1-faithcap").with_weights({"intent_understood": 0.25, "sql_quality": 0.25,
+                                                           "result_relevance": 0.25, "answer_faithfulness": 0.25})
+    assert r.subscore_caps and r.name == "axon-v1-faithcap"
