@@ -29,8 +29,13 @@ run: $(STAMP) ## evaluate the bundled sample with the offline heuristic judge (n
 test: $(STAMP) ## run the test suite (offline, no API key needed)
 	$(VPY) -m pytest -q
 
-lab: $(STAMP) ## open JupyterLab on notebooks/
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+# Jupyter refuses to start as root without --allow-root (common in containers); LAB_ARGS adds options,
+# e.g. `make lab LAB_ARGS=--no-browser` on a machine without a browser.
+LAB_ARGS ?=
+ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
+
+lab: $(STAMP) ## open JupyterLab on notebooks/ (LAB_ARGS=--no-browser on a headless machine)
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(ROOT_FLAG) $(LAB_ARGS)
 
 bench: $(STAMP) ## benchmarks: prints a table, writes runs/<date>_bench/bench.json
 	$(VPY) -m axon_eval.bench

@@ -1,19 +1,21 @@
 """Command line: ``python -m axon_eval <verb> ...``.
 
 Verbs defined here: ``schema`` (print the evidence JSON Schema) and ``validate`` (report on an evidence
-file). Run-related verbs (``run``, ``evaluate``, ``rejudge``, ``rescore``, ``report``) are registered by
-:mod:`axon_eval.runs_cli`.
+file: exit 0, 5 when it holds no valid turn, 6 with ``--strict`` when any line is invalid, 2 when it
+cannot be read). Run-related verbs are registered by :mod:`axon_eval.runs_cli`, which documents the exit
+codes. Output piped into a program that stops reading early (``| head``) ends quietly.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from .evidence import load_turns, split_segments, trajectory_facts, turn_json_schema
+from .evidence import EvidenceFileError, load_turns, split_segments, trajectory_facts, turn_json_schema
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -25,7 +27,11 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    turns, invalid = load_turns(args.turns)
+    try:
+        turns, invalid = load_turns(args.turns)
+    except EvidenceFileError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     segments = [s for t in turns for s in split_segments(t)]
     facts = Counter()
     for t in turns:
@@ -54,7 +60,10 @@ def _cmd_validate(args: argparse.Namespace) -> int:
             print(f"  {key}: {report[key]}")
         for i in invalid:
             print(f"  INVALID {i}")
-    return 1 if (invalid and args.strict) else 0
+    if not turns:
+        print(f"error: {args.turns} holds no valid turn", file=sys.stderr)
+        return 5
+    return 6 if (invalid and args.strict) else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -69,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("validate", help="validate an evidence file and summarise it")
     p.add_argument("turns", help="JSON Lines evidence file")
     p.add_argument("--json", action="store_true", help="machine-readable report")
-    p.add_argument("--strict", action="store_true", help="exit 1 when any line is invalid")
+    p.add_argument("--strict", action="store_true", help="exit 6 when any line is invalid")
     p.set_defaults(handler=_cmd_validate)
 
     from . import runs_cli  # run verbs live beside the run machinery
@@ -81,7 +90,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler: Handler = args.handler
-    return handler(args)
+    try:
+        return handler(args)
+    except BrokenPipeError:
+        # the reader went away (``| head``): stop quietly; point stdout at devnull so the interpreter's
+        # final flush does not raise again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -10,8 +10,16 @@
    directory = the repository root, with ``run_dir`` set to the new folder so the notebook writes its
    results and figures there; the executed notebook is saved into the folder after every cell, so a
    failed execution keeps its partial output;
-4. exports the executed notebook to HTML with the code hidden (``exclude_input=True``);
-5. updates the manifest: notebook paths, end time and ``complete`` or ``failed`` with the error.
+4. scrubs secrets (secret-looking environment values, URL credentials) from the executed notebook,
+   which papermill writes the raw parameters into, and exports it to HTML with the code hidden;
+5. updates the manifest: notebook paths (relative to the repository root), end time and the status.
+   A notebook that called ``runs.evaluate`` keeps the status evaluate gave (``complete``, ``partial``
+   or ``failed``); :attr:`NotebookRun.exit_code` maps it to the CLI's exit codes
+   (:mod:`axon_eval.runs.manifest`).
+
+The kernel talks to papermill over IPC sockets in a private temporary folder rather than TCP on
+localhost, which is both quieter (no "Kernel is running over TCP without encryption" warning on every
+run) and closed to other users of the machine.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import os
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,8 +39,8 @@ from .runs import (
     RUNS_DIR_ENV,
     RunManifest,
     atomic_write_text,
+    exit_code,
     file_sha256,
-    git_info,
     iso,
     new_run_dir,
     package_versions,
@@ -40,6 +49,8 @@ from .runs import (
     utc_now,
     write_json,
 )
+from .runs.evaluate import record_git
+from .runs.provenance import find_repo_root, redact_text, relative_to_root
 
 #: Parameters the runner sets itself (a caller may not pass them).
 RUNNER_PARAMETERS = ("run_dir",)
@@ -73,6 +84,10 @@ class NotebookRun:
     def ok(self) -> bool:
         return self.status == "complete"
 
+    def exit_code(self, *, strict: bool = False) -> int:
+        """The CLI exit code of this run (table in :mod:`axon_eval.runs.manifest`)."""
+        return exit_code(self.manifest, strict=strict)
+
 
 # -- parameters ---------------------------------------------------------------------------------------
 def parse_value(text: str) -> Any:
@@ -94,16 +109,25 @@ def parse_cli_parameters(pairs: Iterable[Sequence[str]]) -> dict[str, Any]:
 
 
 def load_params_files(files: Iterable[str | Path]) -> dict[str, Any]:
-    """Merge YAML parameter files in order (later files win). Each must hold a mapping."""
+    """Merge YAML (or JSON) parameter files in order (later files win). Each must hold a mapping.
+
+    Parameters the runner sets itself (``run_dir``) are ignored, so a run folder's own ``params.json``
+    can be given to repeat the run.
+    """
     merged: dict[str, Any] = {}
     for f in files:
         p = Path(f)
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        if not p.is_file():
+            raise FileNotFoundError(f"parameter file {p} not found")
+        try:
+            data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            raise ValueError(f"parameter file {p} is not valid YAML/JSON: {exc}") from None
         if data is None:
             continue
         if not isinstance(data, dict):
             raise ValueError(f"parameter file {p} must hold a mapping of name: value, got {type(data).__name__}")
-        merged.update(data)
+        merged.update({k: v for k, v in data.items() if k not in RUNNER_PARAMETERS})
     return merged
 
 
@@ -135,16 +159,6 @@ def check_parameters(notebook: str | Path, given: Mapping[str, Any], valid: Iter
 
 
 # -- environment ----------------------------------------------------------------------------------------
-def find_repo_root(start: str | Path) -> Path:
-    """The nearest folder at or above ``start`` holding ``pyproject.toml`` (else ``start``'s folder)."""
-    p = Path(start).resolve()
-    here = p if p.is_dir() else p.parent
-    for candidate in (here, *here.parents):
-        if (candidate / "pyproject.toml").exists():
-            return candidate
-    return here
-
-
 def default_kernel() -> str:
     """``axon-eval`` when that Jupyter kernel is registered, else ``python3``."""
     try:
@@ -170,12 +184,32 @@ def export_notebook_html(notebook_path: str | Path, html_path: str | Path | None
     return out
 
 
-def _execution_error(exc: BaseException) -> str:
+def _execution_error(exc: BaseException) -> tuple[str, str]:
+    """``(message, exception class name)`` of a failed execution."""
     from papermill.exceptions import PapermillExecutionError
 
     if isinstance(exc, PapermillExecutionError):
-        return f"{exc.ename}: {exc.evalue} (cell execution count {exc.exec_count})"
-    return f"{type(exc).__name__}: {exc}"
+        return f"{exc.ename}: {exc.evalue} (cell execution count {exc.exec_count})", str(exc.ename)
+    return f"{type(exc).__name__}: {exc}", type(exc).__name__
+
+
+def redact_notebook_file(path: str | Path) -> bool:
+    """Scrub secrets from an executed notebook in place (papermill records the raw parameters in its
+    injected cell and metadata); returns whether anything was replaced."""
+    p = Path(path)
+    text = p.read_text(encoding="utf-8")
+    clean = redact_text(text)
+    if clean != text:
+        atomic_write_text(p, clean)
+        return True
+    return False
+
+
+def _kernel_config(socket_dir: str) -> Any:
+    """Kernel manager settings: IPC sockets under ``socket_dir`` (see the module docstring)."""
+    from traitlets.config import Config
+
+    return Config({"KernelManager": {"transport": "ipc", "ip": os.path.join(socket_dir, "kernel")}})
 
 
 # -- the run ----------------------------------------------------------------------------------------------
@@ -232,34 +266,45 @@ def run_notebook(
 
     effective["run_dir"] = str(run_dir)
     params_record = redact_secrets(to_jsonable(effective))
-    git = git_info(root)
-    notebook_info = {"source": str(nb_src), "source_sha256": file_sha256(nb_src), "executed": str(executed),
+    rel = lambda q: relative_to_root(q, root)  # noqa: E731 - a tiny local alias
+    source_sha = file_sha256(nb_src)
+    notebook_info = {"source": rel(nb_src), "source_sha256": source_sha, "executed": rel(executed),
                      "html": None, "kernel": kernel, "parameters_given": redact_secrets(to_jsonable(given))}
     manifest = RunManifest(
-        run_id=run_dir.name, status="running", kind="notebook", name=run_name, judge_spec=judge,
-        git_commit=git["commit"], git_dirty=git["dirty"], packages=package_versions(),
-        input_files={str(nb_src): notebook_info["source_sha256"]}, workdir=str(root), params=params_record,
+        run_id=run_dir.name, status="running", kind="notebook", name=run_name, judge_spec=redact_secrets(judge),
+        packages=package_versions(), input_files={rel(nb_src): source_sha}, params=params_record,
         seed=effective.get("seed") if isinstance(effective.get("seed"), int) else None,
         started_at=iso(started), notebook=notebook_info,
     )
+    record_git(run_dir, manifest, root)
     write_json(run_dir / "params.json", params_record)
     manifest.write(run_dir)
     (run_dir / "figures").mkdir(exist_ok=True)
 
     error: str | None = None
+    error_class: str | None = None
     interrupted: BaseException | None = None
-    try:
-        papermill.execute_notebook(
-            str(nb_src), str(executed), parameters={**given, "run_dir": str(run_dir)}, kernel_name=kernel,
-            cwd=str(root), progress_bar=progress, start_timeout=start_timeout, log_output=False,
-        )
-    except KeyboardInterrupt as exc:
-        error, interrupted = "KeyboardInterrupt: execution interrupted", exc
-    except Exception as exc:  # any execution failure: keep the partial notebook, mark the run failed
-        error = _execution_error(exc)
+    with tempfile.TemporaryDirectory(prefix="axon-kernel-") as socket_dir:
+        try:
+            papermill.execute_notebook(
+                str(nb_src), str(executed), parameters={**given, "run_dir": str(run_dir)}, kernel_name=kernel,
+                cwd=str(root), progress_bar=progress, start_timeout=start_timeout, log_output=False,
+                config=_kernel_config(socket_dir),
+            )
+        except KeyboardInterrupt as exc:
+            error, error_class, interrupted = "KeyboardInterrupt: execution interrupted", "KeyboardInterrupt", exc
+        except Exception as exc:  # any execution failure: keep the partial notebook, mark the run failed
+            error, error_class = _execution_error(exc)
 
     warnings: list[str] = []
     exported: Path | None = None
+    if executed.exists():
+        try:
+            if redact_notebook_file(executed):
+                warnings.append("secrets were scrubbed from the executed notebook")
+        except Exception as exc:  # never keep an unscrubbed notebook: remove it and say so
+            executed.unlink(missing_ok=True)
+            warnings.append(f"the executed notebook could not be scrubbed of secrets and was removed: {exc}")
     if export_html and executed.exists():
         try:
             exported = export_notebook_html(executed, html_path)
@@ -270,12 +315,15 @@ def run_notebook(
     with contextlib.suppress(Exception):
         manifest = RunManifest.read(run_dir)
     info = dict(manifest.notebook or notebook_info)
-    info.update({"executed": str(executed) if executed.exists() else None,
-                 "html": str(exported) if exported else None, "kernel": kernel})
+    info.update({"source": rel(nb_src), "source_sha256": source_sha,
+                 "executed": rel(executed) if executed.exists() else None,
+                 "html": rel(exported) if exported else None, "kernel": kernel})
     manifest.notebook = info
+    manifest.input_files = {rel(nb_src): source_sha, **manifest.input_files}
     manifest.warnings = [*manifest.warnings, *warnings]
     if error is not None:
         manifest.status = "failed"
+        manifest.failure = "no_valid_turns" if error_class == "NoValidTurnsError" else "error"
         manifest.error = redact_secrets(error if manifest.error is None else f"{error}; {manifest.error}")
     elif manifest.status == "running":
         manifest.status = "complete"

@@ -1,4 +1,5 @@
-"""Run verbs of ``python -m axon_eval``: ``run``, ``evaluate``, ``rejudge``, ``rescore``, ``report``.
+"""Run verbs of ``python -m axon_eval``: ``run``, ``evaluate``, ``rejudge``, ``rescore``, ``report``,
+``rerun``, ``compare``, ``index`` and ``fake-judge-server``.
 
 ``run NOTEBOOK [-p NAME VALUE ...] [-f params.yaml ...]``
     execute a notebook with papermill into a new dated run folder and export it to HTML
@@ -7,10 +8,16 @@
 ``rejudge RUN --judge SPEC``    the same captured evidence judged again, as a new run
 ``rescore RUN --rubric FILE|NAME``    the stored verdicts scored under another rubric, as a new run
 ``report RUN``    write ``report.html`` (the audit report) into the run folder
+``rerun RUN``     execute a run again from its own folder and say whether the results are identical
+``compare RUN_A RUN_B``    matched segments, band transitions, deltas, tests; writes a compare folder
+``index [ROOT]``  every run folder's manifest as one table
+``fake-judge-server``    the local fake Anthropic/OpenAI server the tests use, to rehearse a paid run
 
-Exit status: 0 on success, 1 when a run or notebook failed (the folder is kept and marked failed),
-2 for a usage error (bad spec, unknown parameter, missing file, ...). Heavy modules are imported inside
-the handlers so ``schema``/``validate`` stay fast.
+Exit status (:mod:`axon_eval.runs.manifest`): 0 every segment judged; 1 the run or notebook raised
+(the folder is kept and marked failed); 2 usage error (bad spec, unknown parameter, missing file, ...;
+nothing written); 3 some segments unjudged (``partial``); 4 none judged; 5 the input holds no valid
+turn; 6 ``--strict`` and some input line is invalid. ``rerun`` returns 7 when the results differ.
+Heavy modules are imported inside the handlers so ``schema``/``validate`` stay fast.
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ from typing import Any
 
 #: Exceptions that mean "the user asked for something invalid" (exit 2, one-line message).
 _USAGE_ERRORS = (ValueError, FileNotFoundError, FileExistsError, TypeError, KeyError)
+#: ``rerun``: the new results differ from the old ones.
+EXIT_RERUN_DIFFERS = 7
 
 
 def _judge_errors() -> tuple[type[BaseException], ...]:
@@ -32,8 +41,25 @@ def _judge_errors() -> tuple[type[BaseException], ...]:
 
 
 def _usage_error(exc: BaseException) -> int:
+    """One-line (or short) message on stderr; exit 5 for an input without valid turns, else 2."""
+    from .runs import EXIT_NO_VALID_TURNS, EXIT_USAGE, NoValidTurnsError
+
     print(f"error: {exc}", file=sys.stderr)
-    return 2
+    return EXIT_NO_VALID_TURNS if isinstance(exc, NoValidTurnsError) else EXIT_USAGE
+
+
+def _finish(manifest: Any, strict: bool) -> int:
+    """Print the status line of a finished run and return its exit code."""
+    from .runs import exit_code
+
+    code = exit_code(manifest, strict=strict)
+    c = manifest.counts
+    line = (f"status: {manifest.status} (exit {code}): {c.judged} of {c.segments} segments judged, "
+            f"{c.unjudged} unjudged, {c.invalid} invalid input line(s)")
+    print(line, file=sys.stderr if code else sys.stdout)
+    for warning in manifest.warnings:
+        print(f"WARNING: {warning}", file=sys.stderr)
+    return code
 
 
 def _print_summary(result: Any) -> None:
@@ -60,10 +86,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     audit_report = Path(result.run_dir) / "report.html"
     if audit_report.exists():
         print(f"report:     {audit_report}")
-    if result.status == "failed":
+    if result.status == "failed" and result.error:
         print(f"FAILED: {result.error}", file=sys.stderr)
-        return 1
-    return 0
+    return _finish(result.manifest, args.strict)
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
@@ -72,12 +97,14 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     try:
         result = evaluate(Path(args.turns), args.judge, args.rubric, out_dir=args.out, name=args.name,
                           limit=args.limit, row_horizon=args.row_horizon, concurrency=args.concurrency,
-                          seed=args.seed, cache=False if args.no_cache else None, progress=not args.quiet)
+                          seed=args.seed, cache=False if args.no_cache else None, progress=not args.quiet,
+                          input_files=args.input_file or (), batch=args.batch, max_cost_usd=args.max_cost_usd,
+                          compress_audit=args.compress_audit, chunk_size=args.chunk_size)
     except (*_judge_errors(), *_USAGE_ERRORS) as exc:
         return _usage_error(exc)
     print(f"run folder: {result.run_dir}")
     _print_summary(result)
-    return 0
+    return _finish(result.manifest, args.strict)
 
 
 def _cmd_rejudge(args: argparse.Namespace) -> int:
@@ -86,12 +113,12 @@ def _cmd_rejudge(args: argparse.Namespace) -> int:
     try:
         result = rejudge(args.run, args.judge, rubric=args.rubric, out_dir=args.out, name=args.name,
                          concurrency=args.concurrency, cache=False if args.no_cache else None,
-                         progress=not args.quiet)
+                         progress=not args.quiet, batch=args.batch, max_cost_usd=args.max_cost_usd)
     except (InputChangedError, *_judge_errors(), *_USAGE_ERRORS) as exc:
         return _usage_error(exc)
     print(f"run folder: {result.run_dir} (re-judged from {args.run})")
     _print_summary(result)
-    return 0
+    return _finish(result.manifest, args.strict)
 
 
 def _cmd_rescore(args: argparse.Namespace) -> int:
@@ -102,10 +129,8 @@ def _cmd_rescore(args: argparse.Namespace) -> int:
     except _USAGE_ERRORS as exc:
         return _usage_error(exc)
     print(f"run folder: {result.run_dir} (re-scored from {args.run})")
-    for warning in result.manifest.warnings:
-        print(f"WARNING: {warning}")
     _print_summary(result)
-    return 0
+    return _finish(result.manifest, False)
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -117,6 +142,61 @@ def _cmd_report(args: argparse.Namespace) -> int:
         return _usage_error(exc)
     print(f"report: {path}")
     return 0
+
+
+def _cmd_rerun(args: argparse.Namespace) -> int:
+    from .runs import InputChangedError, load_run, rerun
+
+    try:
+        new_dir, comparison = rerun(args.run, out_dir=args.out, progress=not args.quiet)
+    except (InputChangedError, *_judge_errors(), *_USAGE_ERRORS) as exc:
+        return _usage_error(exc)
+    print(f"run folder: {new_dir} (re-run of {args.run})")
+    print(comparison.format(top=args.top))
+    code = _finish(load_run(new_dir).manifest, False)
+    if code == 0 and not comparison.identical:
+        print("the re-run's results differ from the original's", file=sys.stderr)
+        return EXIT_RERUN_DIFFERS
+    return code
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from .runs import compare_runs
+    from .runs.compare import write_comparison
+
+    try:
+        comparison = compare_runs(args.run_a, args.run_b, allow_different_evidence=args.allow_different_evidence,
+                                  n_boot=args.n_boot, seed=args.seed)
+    except _USAGE_ERRORS as exc:
+        return _usage_error(exc)
+    print(comparison.format(top=args.top))
+    if not args.no_write:
+        folder = write_comparison(comparison, args.out)
+        print(f"comparison folder: {folder} (compare.html)")
+    return 0
+
+
+def _cmd_index(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from .runs import index
+
+    frame = index(args.root)
+    if args.json:
+        print(frame.to_json(orient="records", indent=2))
+    elif frame.empty:
+        print(f"no run folders under {args.root or 'runs'}")
+    else:
+        with pd.option_context("display.max_rows", None, "display.width", 250, "display.max_colwidth", 48):
+            print(frame[["run_id", "kind", "status", "judge_id", "rubric_id", "segments", "judged", "unjudged",
+                         "invalid", "study"]].to_string(index=False))
+    return 0
+
+
+def _cmd_fake_server(args: argparse.Namespace) -> int:
+    from .judges import fake_server
+
+    return int(fake_server.main(args.server_args) or 0)
 
 
 # -- registration -----------------------------------------------------------------------------------
@@ -134,10 +214,22 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _non_negative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative number, got {text!r}")
+    return value
+
+
 def _add_judging_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--concurrency", type=_positive_int, default=8, help="judgements in flight (default 8)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the verdict cache")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--batch", action="store_true",
+                   help="send uncached views as one Anthropic Message Batch (half price; resumable)")
+    p.add_argument("--max-cost-usd", type=_non_negative_float, default=None,
+                   help="stop sending views before the reported cost would exceed this (the rest stay unjudged)")
+    p.add_argument("--strict", action="store_true", help="exit 6 when any input line is invalid")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -154,6 +246,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kernel", default=None, help="Jupyter kernel (default axon-eval if registered, else python3)")
     p.add_argument("--no-html", action="store_true", help="skip the HTML export")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--strict", action="store_true", help="exit 6 when any input line is invalid")
     p.set_defaults(handler=_cmd_run)
 
     p = sub.add_parser("evaluate", help="headless evaluation of an evidence file into a run folder")
@@ -165,6 +258,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--name", default="evaluate", help="run name (part of the folder name)")
     p.add_argument("--row-horizon", type=_positive_int, default=None, help="override the rubric's row horizon")
     p.add_argument("--seed", type=int, default=0, help="seed recorded in the manifest")
+    p.add_argument("--input-file", action="append", metavar="FILE",
+                   help="another input whose SHA-256 the manifest records (labels, ...; repeatable)")
+    p.add_argument("--chunk-size", type=_positive_int, default=512,
+                   help="segments read, judged and written per step (memory grows with it; default 512)")
+    p.add_argument("--compress-audit", action="store_true", help="write audit.jsonl.gz instead of audit.jsonl")
     _add_judging_options(p)
     p.set_defaults(handler=_cmd_evaluate)
 
@@ -188,3 +286,35 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("run", help="run folder")
     p.add_argument("--output", default=None, help="write the report here instead of <run>/report.html")
     p.set_defaults(handler=_cmd_report)
+
+    p = sub.add_parser("rerun", help="execute a run again from its own folder and compare the results",
+                       description="Re-execute a notebook run with its params.json, or an evaluate/rejudge run with "
+                       "its recorded evidence (hash-checked), judge and rubric; then compare. Exit 7 when the "
+                       "results differ.")
+    p.add_argument("run", help="run folder")
+    p.add_argument("--out", default=None, help="parent folder of the new run (default: the source's parent)")
+    p.add_argument("--top", type=_non_negative_int, default=10, help="largest changes to print")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(handler=_cmd_rerun)
+
+    p = sub.add_parser("compare", help="compare two runs: band transitions, deltas, bootstrap CI, Wilcoxon")
+    p.add_argument("run_a", help="baseline run folder (A)")
+    p.add_argument("run_b", help="run folder compared against A (B)")
+    p.add_argument("--allow-different-evidence", action="store_true",
+                   help="compare runs over different evidence files")
+    p.add_argument("--out", default=None, help="parent of the comparison folder (default: B's parent)")
+    p.add_argument("--no-write", action="store_true", help="print only; write no comparison folder")
+    p.add_argument("--top", type=_non_negative_int, default=10, help="largest changes to print")
+    p.add_argument("--n-boot", type=_positive_int, default=2000, help="bootstrap resamples (default 2000)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.set_defaults(handler=_cmd_compare)
+
+    p = sub.add_parser("index", help="list every run folder (date, judge, rubric, counts, status)")
+    p.add_argument("root", nargs="?", default=None, help="folder of runs (default $AXON_EVAL_RUNS_DIR or runs/)")
+    p.add_argument("--json", action="store_true", help="machine-readable")
+    p.set_defaults(handler=_cmd_index)
+
+    p = sub.add_parser("fake-judge-server", add_help=False,
+                       help="start the local fake Anthropic/OpenAI server (rehearse a paid run offline)")
+    p.add_argument("server_args", nargs=argparse.REMAINDER, help="options of python -m axon_eval.judges.fake_server")
+    p.set_defaults(handler=_cmd_fake_server)

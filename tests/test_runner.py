@@ -67,7 +67,14 @@ def test_smoke_run_of_the_evaluation_notebook(smoke_run):
     assert m["rubric_name"] == "axon-v1" and m["rubric"]["row_horizon"] == 20
     assert m["counts"]["turns"] == 8 and m["counts"]["invalid"] == 0
     assert m["counts"]["judged"] + m["counts"]["unjudged"] >= m["counts"]["segments"] >= 8
-    assert m["input_files"] == {str(sample): file_sha256(sample)}
+    # every input is hashed (evidence, labels, the notebook), under paths relative to the repository root
+    labels = ROOT / "data" / "turns" / "labels.csv"
+    notebook = ROOT / "notebooks" / "01_evaluate.ipynb"
+    assert m["input_files"] == {"data/turns/sample_turns.jsonl": file_sha256(sample),
+                                "data/turns/labels.csv": file_sha256(labels),
+                                "notebooks/01_evaluate.ipynb": file_sha256(notebook)}
+    assert m["turns_file"] == "data/turns/sample_turns.jsonl"
+    assert not any(str(ROOT) in str(v) for v in (m["notebook"]["source"], m["notebook"]["executed"]))
     assert m["params"]["limit"] == 8 and m["params"]["run_name"] == "smoke" and m["seed"] == 0
     assert m["notebook"]["kernel"] in ("axon-eval", "python3")
     assert m["notebook"]["html"] == str(folder / "01_evaluate.html")

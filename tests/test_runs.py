@@ -7,6 +7,7 @@ from the segment id), so the tests do not depend on any particular judge impleme
 from __future__ import annotations
 
 import json
+import re
 import math
 from pathlib import Path
 
@@ -150,14 +151,21 @@ def test_evaluate_writes_a_complete_run_folder(tmp_path, evidence):
     assert m["rubric_id"] == rubric.id and m["rubric_name"] == "axon-v1"
     assert m["rubric"]["weights"] == rubric.weights.as_dict() and m["rubric"]["row_horizon"] == 20
     assert m["rubric"]["caps"] == rubric.caps.as_dict()
-    assert set(m["packages"]) == {"axon_eval", "pandas", "numpy", "anthropic", "openai", "papermill",
-                                  "pydantic", "sqlglot"}
+    # every runtime dependency of pyproject.toml is recorded, with its installed version
+    import tomllib
+    declared = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["dependencies"]
+    names = {re.match(r"[A-Za-z0-9._-]+", d).group(0).lower() for d in declared}
+    assert {n.lower() for n in m["packages"]} == names | {"axon_eval"}
+    assert m["packages"]["scipy"] and m["packages"]["statsmodels"] and m["packages"]["pyarrow"]
     assert m["git_commit"] and m["git_dirty"] in (True, False, "unknown")
-    assert m["input_files"] == {str(evidence): file_sha256(evidence)} and m["turns_file"] == str(evidence)
+    # outside the repository a path stays absolute; inside it, it is relative to the root (tested below)
+    assert m["input_files"] == {str(evidence.resolve()): file_sha256(evidence)}
+    assert m["turns_file"] == str(evidence.resolve())
     assert m["seed"] == 7 and m["params"]["note"] == "unit test" and m["params"]["seed"] == 7
     assert m["started_at"].endswith("Z") and m["ended_at"].endswith("Z")
     # 14 turns, the bundled one splits in two -> 15 segments; t002 failed at the judge
-    assert m["counts"] == {"turns": 14, "segments": 15, "judged": 14, "unjudged": 1, "invalid": 0}
+    assert m["counts"] == {"turns": 14, "segments": 15, "judged": 14, "unjudged": 1, "invalid": 0,
+                           "samples": 15, "unjudged_samples": 1}
     assert m["cache_hits"] == 0 and m["cache_misses"] == 15
     assert m["input_tokens"] == 1400 and m["output_tokens"] == 280
     assert m["cost_usd"] == pytest.approx(0.014)

@@ -13,7 +13,7 @@ from .evaluate import RunWriter, evaluate, fail_run, record_git
 from .io import file_sha256, iso, new_run_dir, to_jsonable, utc_now, write_json, write_jsonl
 from .load import Run, audit_path, iter_verdicts, load_run
 from .manifest import RunCounts, RunManifest, status_for
-from .provenance import find_repo_root, package_versions, redact_secrets, resolve_recorded
+from .provenance import repository_root, package_versions, redact_secrets, resolve_recorded
 from .rows import SegmentItem
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -33,7 +33,7 @@ def recorded_evidence(run_folder: str | Path, manifest: RunManifest | None = Non
         raise InputChangedError(f"run {run_folder} recorded no evidence file with a hash "
                                 f"(turns_file={turns_file!r}, input_files={list(source.input_files)}); "
                                 "cannot re-judge its evidence")
-    path = resolve_recorded(turns_file, root=find_repo_root(run_folder), workdir=source.workdir)
+    path = resolve_recorded(turns_file, root=repository_root(), workdir=source.workdir)
     if not path.exists():
         raise InputChangedError(f"evidence file {turns_file!r} of run {run_folder} is gone (looked at {path})")
     actual, expected = file_sha256(path), source.input_files[turns_file]
@@ -134,7 +134,7 @@ def rescore(
     )
     writer: RunWriter | None = None
     try:
-        record_git(folder, manifest, find_repo_root(folder))
+        record_git(folder, manifest, repository_root())
         write_json(folder / "params.json", manifest.params)
         manifest.write(folder)
         writer = RunWriter(folder, compress_audit=audit_path(source.run_dir).suffix == ".gz")
@@ -202,7 +202,7 @@ def rerun(run_folder: str | Path, *, out_dir: str | Path | None = None, progress
         source = (manifest.notebook or {}).get("source")
         if not source:
             raise ValueError(f"run {folder} recorded no source notebook")
-        nb = resolve_recorded(source, root=find_repo_root(folder), workdir=manifest.workdir)
+        nb = resolve_recorded(source, root=repository_root(), workdir=manifest.workdir)
         result = run_notebook(nb, params_files=[folder / "params.json"], out_dir=out, name=manifest.name,
                               progress=progress)
         new_dir = result.run_dir

@@ -50,7 +50,7 @@ from .io import (
 )
 from .load import Run
 from .manifest import NoValidTurnsError, RunCounts, RunManifest, status_for
-from .provenance import find_repo_root, git_info, package_versions, redact_secrets, relative_to_root
+from .provenance import repository_root, git_info, package_versions, redact_secrets, relative_to_root
 from .rows import SegmentItem, empty_results, results_frame, score_pair
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -437,7 +437,7 @@ def evaluate(
 
     out = Path(out_dir) if out_dir is not None else (Path(run_dir).parent if run_dir is not None else default_runs_dir())
     folder, notebook, has_params = _prepare_dir(run_dir, out, name, judge_label(judge), started)
-    root = find_repo_root(folder)
+    root = repository_root()
     rel = lambda p: relative_to_root(p, root)  # noqa: E731 - a tiny local alias
     call_params = {
         "turns_file": rel(files[0]) if files else None,

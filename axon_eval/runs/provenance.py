@@ -141,6 +141,17 @@ def find_repo_root(start: str | Path) -> Path:
     return here
 
 
+def repository_root() -> Path:
+    """The repository the user works in: the nearest folder holding ``pyproject.toml`` at or above the
+    working directory, else the one above this package, else the working directory. Paths recorded in
+    manifests are relative to it."""
+    for start in (Path.cwd(), Path(__file__).resolve().parent):
+        root = find_repo_root(start)
+        if (root / "pyproject.toml").exists():
+            return root
+    return Path.cwd().resolve()
+
+
 def relative_to_root(path: str | Path, root: str | Path | None) -> str:
     """``path`` relative to ``root`` when it lies inside it (POSIX separators), else absolute."""
     p = Path(path).resolve()
