@@ -186,8 +186,11 @@ def compare_runs(a: str | Path | Run, b: str | Path | Run, *, allow_different_ev
             ci = (float(res.confidence_interval.low), float(res.confidence_interval.high))
         else:
             ci = (mean, mean)
-        if np.any(d != 0):
-            w = stats.wilcoxon(d, zero_method="wilcox", alternative="two-sided")
+        nonzero = d[d != 0]
+        if len(nonzero):
+            # zero differences are dropped first (Wilcoxon's own convention), so the exact/approximate
+            # choice of scipy depends on the non-zero count only
+            w = stats.wilcoxon(nonzero, alternative="two-sided")
             w_stat, w_p = float(w.statistic), float(w.pvalue)
     same_subscores = True
     for dim in DIMENSIONS:
