@@ -1,4 +1,4 @@
-"""Pure statistics over judged results (agreement with constructed labels, ...)."""
+"""Pure statistics over judged results (agreement with constructed labels, judge noise, ...)."""
 
 from .agreement import (
     LabelAgreement,
@@ -11,6 +11,25 @@ from .agreement import (
     results_from_records,
     share_in_range,
 )
+from .noise import (
+    JudgeNoiseSummary,
+    OneWayIcc,
+    VarianceComponents,
+    band_instability,
+    decision_study,
+    ensemble_curve,
+    flip_curve,
+    icc_oneway,
+    icc_table,
+    judge_noise_summary,
+    members_frame,
+    recommend_k,
+    samples_for_reliability,
+    segment_noise,
+    spearman_brown,
+    variance_components,
+    within_segment_sd,
+)
 
 __all__ = [
     "LabelAgreement",
@@ -22,4 +41,21 @@ __all__ = [
     "measure_heuristic",
     "results_from_records",
     "share_in_range",
+    "JudgeNoiseSummary",
+    "OneWayIcc",
+    "VarianceComponents",
+    "band_instability",
+    "decision_study",
+    "ensemble_curve",
+    "flip_curve",
+    "icc_oneway",
+    "icc_table",
+    "judge_noise_summary",
+    "members_frame",
+    "recommend_k",
+    "samples_for_reliability",
+    "segment_noise",
+    "spearman_brown",
+    "variance_components",
+    "within_segment_sd",
 ]
