@@ -3,15 +3,28 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import statistics
 from datetime import datetime, timezone
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from axon_eval.evidence import SqlStep, Turn
-from axon_eval.judges import Judge, JudgeRecord, Verdict, VerdictCache
-from axon_eval.judges.wrappers import EnsembleJudge, NoiseJudge, RepeatJudge, ReplayJudge
-from axon_eval.rubric import DIMENSIONS
+from axon_eval.judges import Judge, JudgeRecord, SpecError, Verdict, VerdictCache, build_judge
+from axon_eval.judges.wrappers import (
+    EnsembleJudge,
+    NoiseJudge,
+    RepeatJudge,
+    ReplayJudge,
+    SimulatedJudge,
+    is_simulated,
+    simulations,
+)
+from axon_eval.rubric import DIMENSIONS, Rubric
+from axon_eval.scoring import score_turn
+from axon_eval.stats.noise import MEMBER_COLUMNS, members_frame
 from axon_eval.view import EvidenceView, build_views
 
 CAPTURED = datetime(2026, 7, 20, 9, 0, tzinfo=timezone.utc)
@@ -107,11 +120,88 @@ def test_ensemble_reducers(reducer, expected):
 
 
 def test_ensemble_mean_keeps_float_and_agreement_flag():
-    members = [FixedJudge("a", (7, 7, 7, 7)), FixedJudge("b", (8, 8, 8, 8))]
+    members = [FixedJudge("a", (6, 6, 6, 6)), FixedJudge("b", (7, 7, 7, 7))]
     rec = EnsembleJudge(members, "mean").judge(make_views(1)[0])
-    assert rec.verdict.intent_understood == 7.5 and isinstance(rec.verdict.intent_understood, float)
-    assert rec.extra["disagreement"] is False
+    assert rec.verdict.intent_understood == 6.5 and isinstance(rec.verdict.intent_understood, float)
+    # scores 60 and 70: both partial, every range 1 < 2 -> no disagreement
+    assert [m["score"] for m in rec.extra["members"]] == [60.0, 70.0]
+    assert rec.extra["disagreement"] is False and rec.extra["disagreement_reasons"] == []
     assert JudgeRecord.from_json_line(rec.to_json_line()) == rec
+
+
+def test_ensemble_disagreement_is_defined_on_scored_bands():
+    # same verdict label from both members, but scores 70 (partial) and 80 (good): the numbers disagree
+    rec = EnsembleJudge([FixedJudge("a", (7, 7, 7, 7), "good"), FixedJudge("b", (8, 8, 8, 8), "good")]).judge(
+        make_views(1)[0])
+    assert [m["band"] for m in rec.extra["members"]] == ["partial", "good"]
+    assert rec.extra["disagreement"] is True and rec.extra["verdicts_differ"] is False
+    assert rec.extra["disagreement_reasons"] == ["scored bands differ: good, partial"]
+    assert rec.extra["rubric_id"] and rec.extra["disagree_at"] == 2.0
+
+
+def test_ensemble_disagreement_on_a_dimension_range_with_configurable_threshold():
+    members = [FixedJudge("a", (6, 6, 6, 6)), FixedJudge("b", (6, 8, 6, 6))]  # scores 60 and 65: both partial
+    view = make_views(1)[0]
+    rec = EnsembleJudge(members).judge(view)
+    assert rec.extra["disagreement"] is True
+    assert rec.extra["disagreement_reasons"] == ["sql_quality range 2 >= 2"]
+    relaxed = EnsembleJudge(members, disagree_at=3).judge(view)
+    assert relaxed.extra["disagreement"] is False and relaxed.extra["disagree_at"] == 3.0
+    with pytest.raises(ValueError, match="disagree_at must be a positive number of points, got 0"):
+        EnsembleJudge(members, disagree_at=0)
+
+
+def test_ensemble_member_scores_apply_the_views_caps():
+    turn = Turn(schema_version=1, turn_id="f0", captured_at=CAPTURED, region="eu", surface="web", client="c",
+                question="How many orders?", answer="None.",
+                steps=[SqlStep(sql="SELECT 1", status="error", error="relation does not exist")])
+    view = build_views([turn], 20)[0]
+    assert view.facts.all_sql_failed
+    # raw 80 (good) and 70 (partial), but every SQL failed: both capped at 25 -> both poor, no band split
+    rec = EnsembleJudge([FixedJudge("a", (8, 8, 8, 8)), FixedJudge("b", (7, 7, 7, 7))]).judge(view)
+    assert [(m["raw_score"], m["score"], m["band"]) for m in rec.extra["members"]] == [
+        (80.0, 25.0, "poor"), (70.0, 25.0, "poor")]
+    assert rec.extra["facts"] == {"all_sql_failed": True, "ended_on_failure": True, "no_tools": False}
+    assert rec.extra["disagreement"] is False
+
+
+def test_median_of_two_members_is_refused():
+    two = [FixedJudge("a", (1, 1, 1, 1)), FixedJudge("b", (3, 3, 3, 3))]
+    with pytest.raises(ValueError, match="median of two values is their mean"):
+        EnsembleJudge(two, "median")
+    with pytest.raises(SpecError, match="reducer=median with 2 members"):
+        build_judge("ensemble(heuristic, heuristic, reducer=median)")
+    assert build_judge("ensemble(heuristic, heuristic, heuristic, reducer=median)").reducer == "median"
+    with pytest.raises(SpecError, match="disagree_at must be > 0"):
+        build_judge("ensemble(heuristic, heuristic, disagree_at=0)")
+    assert build_judge("ensemble(heuristic, heuristic, disagree_at=3)").disagree_at == 3.0
+    # at run time a failed member can leave two judged: the median is then their mean, and it says so
+    three = [*two, FixedJudge("c", (0, 0, 0, 0), fail=True)]
+    rec = EnsembleJudge(three, "median").judge(make_views(1)[0])
+    assert rec.verdict.sql_quality == 2 and "median is their mean" in rec.extra["reducer_note"]
+
+
+def test_members_frame_flattens_ensemble_records_to_one_row_per_member():
+    members = [FixedJudge("a", (8, 6, 6, 4)), FixedJudge("b", (8, 10, 6, 6)), FixedJudge("c", (0, 0, 0, 0), fail=True)]
+    views = make_views(2)
+    records = RepeatJudge(EnsembleJudge(members), 2).judge_many(views, progress=False)
+    frame = members_frame(records)
+    assert len(frame) == 2 * 2 * 3
+    assert list(frame.columns) == list(MEMBER_COLUMNS)
+    first = frame[(frame.segment_id == "t1") & (frame.sample_index == 1)].set_index("member")
+    assert first.loc[1, "judge_id"] == "b" and first.loc[1, "sql_quality"] == 10
+    assert first.loc[0, "score"] == pytest.approx(score_turn(
+        {"intent_understood": 8, "sql_quality": 6, "result_relevance": 6, "answer_faithfulness": 4},
+        views[1].facts).score)
+    assert np.isnan(first.loc[2, "score"]) and first.loc[2, "error"] == "c is down"
+    assert first.loc[0, "cost_usd"] == 0.001 and first.loc[0, "input_tokens"] == 100
+    # dict records (verdicts.jsonl lines) flatten the same way; re-scoring under the same rubric agrees
+    from_json = members_frame(json.loads(r.to_json_line()) for r in records)
+    pd.testing.assert_frame_equal(from_json, frame)
+    rescored = members_frame(records, rubric=Rubric.default())
+    pd.testing.assert_series_equal(rescored["score"], frame["score"])
+    with pytest.raises(ValueError, match="not an ensemble record"):
+        members_frame(RepeatJudge(FixedJudge("a", (1, 1, 1, 1)), 1).judge_many(views, progress=False))
 
 
 def test_ensemble_member_failure_is_recorded_and_all_failed_is_an_error():
@@ -161,7 +251,8 @@ def test_noise_is_seeded_order_independent_clamped_and_labelled():
     values = [getattr(r.verdict, d) for r in forward for d in DIMENSIONS]
     assert all(isinstance(v, int) and 0 <= v <= 10 for v in values)
     assert len({r.verdict.result_relevance for r in forward}) > 1  # noise actually moves scores
-    assert all(r.extra["simulation"] and r.verdict.explanation.startswith("[SIMULATED NOISE") for r in forward)
+    assert all(r.extra["simulation"] and r.extra["simulated"] and r.verdict.explanation.startswith("[SIMULATED NOISE")
+               for r in forward)
     other_seed = NoiseJudge(inner, sd=2.0, seed=8).judge_many(views, progress=False)
     assert [r.verdict for r in other_seed] != [r.verdict for r in forward]
     # the noise of a record depends on the sample index too
@@ -186,6 +277,104 @@ def test_noise_statistics_match_the_requested_sd():
 def test_noise_passes_errors_through():
     rec = NoiseJudge(FixedJudge("a", (1, 1, 1, 1), fail=True), sd=1.0, seed=0).judge(make_views(1)[0])
     assert not rec.judged and "a is down" in rec.error and rec.judge_id.startswith("noise(")
+
+
+# -- simulate --------------------------------------------------------------------------------------------
+def record_with(segment_id: str, sample_index: int, scores: tuple, label: str = "partial") -> JudgeRecord:
+    """An inner judge's record, built directly so thousands of samples stay fast."""
+    return JudgeRecord(segment_id=segment_id, judge_id="a", model="m", prompt_version="judge_v1",
+                       sample_index=sample_index, cost_usd=0.002, input_tokens=900,
+                       verdict=Verdict(**dict(zip(DIMENSIONS, scores, strict=True)), verdict=label, explanation="x"))
+
+
+def test_simulate_is_integer_clamped_deterministic_order_free_and_labelled():
+    views = make_views(25)
+    inner = FixedJudge("a", (10, 0, 5, 7))
+    judge = SimulatedJudge(inner, sd=2.0, difficulty=0.5, seed=11)
+    assert judge.judge_id == "simulated(sd=2,difficulty=0.5,edge=0.3,corr=0.5,seed=11)[a]"
+    forward = RepeatJudge(judge, 3).judge_many(views, progress=False)
+    backward = RepeatJudge(SimulatedJudge(inner, sd=2.0, difficulty=0.5, seed=11), 3).judge_many(
+        list(reversed(views)), progress=False)
+    key = {(r.segment_id, r.sample_index): r.verdict for r in backward}
+    assert all(key[(r.segment_id, r.sample_index)] == r.verdict for r in forward)
+    values = [getattr(r.verdict, d) for r in forward for d in DIMENSIONS]
+    assert all(isinstance(v, int) and 0 <= v <= 10 for v in values)
+    assert len({r.verdict.result_relevance for r in forward}) > 2
+    assert all(r.judge_id.startswith("simulated(") and r.extra["simulated"] is True
+               and r.verdict.explanation.startswith("[SIMULATED") for r in forward)
+    assert forward[0].cost_usd == 0.001 and forward[0].input_tokens == 100  # the inner record's cost is kept
+    other = RepeatJudge(SimulatedJudge(inner, sd=2.0, difficulty=0.5, seed=12), 3).judge_many(views, progress=False)
+    assert [r.verdict for r in other] != [r.verdict for r in forward]
+    # one difficulty per segment, the same on every sample of it
+    by_segment: dict[str, set[float]] = {}
+    for r in forward:
+        by_segment.setdefault(r.segment_id, set()).add(r.extra["difficulty_multiplier"])
+    assert all(len(m) == 1 for m in by_segment.values()) and len({m.pop() for m in by_segment.values()}) > 1
+
+
+def test_simulate_noise_is_larger_mid_range_than_at_the_extremes():
+    judge = SimulatedJudge(FixedJudge("a", (0, 0, 0, 0)), sd=1.5, difficulty=0.5, seed=3)
+    spread = {}
+    for value in (0, 5, 10):
+        samples = [judge.perturb(record_with(f"s{i}", j, (value,) * 4)) for i in range(200) for j in range(3)]
+        spread[value] = statistics.pstdev(getattr(r.verdict, d) for r in samples for d in DIMENSIONS)
+    # shape(5) = 1, shape(0) = shape(10) = edge = 0.3, and the clamp halves the room at the bounds
+    assert 1.3 < spread[5] < 1.9
+    assert spread[0] < 0.4 * spread[5] and spread[10] < 0.4 * spread[5]
+    assert judge.shape(5) == 1.0 and judge.shape(0) == judge.shape(10) == pytest.approx(0.3)
+    assert judge.shape(2) == pytest.approx(0.3 + 0.7 * 4 * 0.2 * 0.8)
+
+
+def test_simulate_difficulty_scales_the_noise_of_a_segment():
+    judge = SimulatedJudge(FixedJudge("a", (0, 0, 0, 0)), sd=1.0, difficulty=0.8, seed=5)
+    multipliers = np.array([judge.difficulty_multiplier(f"s{i}") for i in range(1000)])
+    # log m = difficulty * u - difficulty^2 with u ~ N(0, 1), so that E[m^2] = 1 (sd stays the RMS noise)
+    assert np.mean(np.log(multipliers)) == pytest.approx(-0.64, abs=0.08)
+    assert np.std(np.log(multipliers)) == pytest.approx(0.8, abs=0.06)
+    easy, hard = (f"s{i}" for i in (int(np.argmin(multipliers)), int(np.argmax(multipliers))))
+    spread = {seg: statistics.pstdev(getattr(judge.perturb(record_with(seg, j, (5,) * 4)).verdict, d)
+                                     for j in range(100) for d in DIMENSIONS) for seg in (easy, hard)}
+    assert spread[hard] > 3 * spread[easy]
+    assert judge.noise_sd(5, hard) == pytest.approx(multipliers.max())
+
+
+def test_simulate_moves_the_verdict_with_the_raw_band_and_keeps_nulls_and_errors():
+    judge = SimulatedJudge(FixedJudge("a", (0, 0, 0, 0)), sd=2.0, difficulty=0.3, seed=9)
+    rubric = Rubric.default()
+    moved = 0
+    for i in range(300):
+        rec = judge.perturb(record_with(f"s{i}", 0, (8, 8, 8, None), "good"))
+        assert rec.verdict.answer_faithfulness is None and rec.extra["noise_sd"]["answer_faithfulness"] is None
+        raw_band = score_turn(rec.subscores(), {"all_sql_failed": False, "ended_on_failure": False,
+                                                "no_tools": False}, rubric).band
+        assert rec.verdict.verdict == raw_band  # inner said good = the base raw band, so it follows the raw band
+        moved += rec.verdict.verdict != "good"
+    assert moved > 30
+    identity = SimulatedJudge(FixedJudge("a", (0, 0, 0, 0)), sd=0.0, seed=1).perturb(record_with("s", 0, (3, 4, 5, 6)))
+    assert identity.subscores() == {"intent_understood": 3, "sql_quality": 4, "result_relevance": 5,
+                                    "answer_faithfulness": 6}
+    failed = SimulatedJudge(FixedJudge("a", (1, 1, 1, 1), fail=True), seed=0).judge(make_views(1)[0])
+    assert not failed.judged and failed.extra["simulated"] is True and "a is down" in failed.error
+
+
+def test_simulate_from_the_registry_and_its_parameters():
+    judge = build_judge("repeat(simulate(heuristic, sd=1.5, difficulty=0.4, seed=7), 3)")
+    assert isinstance(judge.inner, SimulatedJudge) and judge.inner.sd == 1.5 and judge.inner.seed == 7
+    assert judge.inner.judge_id.startswith("simulated(sd=1.5,difficulty=0.4,")
+    params = simulations(judge)
+    assert len(params) == 1 and params[0]["sd"] == 1.5 and params[0]["difficulty"] == 0.4 and params[0]["seed"] == 7
+    assert params[0]["label"].startswith("SIMULATED") and "4p(1 - p)" in params[0]["model"]
+    assert is_simulated(judge) and not is_simulated(build_judge("heuristic"))
+    defaults = build_judge("simulate(heuristic)")
+    assert (defaults.sd, defaults.difficulty, defaults.edge, defaults.corr, defaults.seed) == (1.0, 0.5, 0.3, 0.5, 0)
+    nested = build_judge("ensemble(noise(heuristic, sd=1), simulate(heuristic, corr=0), heuristic)")
+    assert [p["wrapper"] for p in simulations(nested)] == ["noise", "simulate"]
+    for spec, problem in [("simulate(heuristic, sd=-1)", "sd must be a number in [0, inf]"),
+                          ("simulate(heuristic, edge=2)", "edge must be a number in [0, 1], got 2.0"),
+                          ("simulate(heuristic, spread=1)", "unknown keyword 'spread'"),
+                          ("simulate(heuristic, seed=x)", "must be an integer")]:
+        with pytest.raises(SpecError, match=problem.replace("[", r"\[").replace("]", r"\]")):
+            build_judge(spec)
 
 
 # -- replay ----------------------------------------------------------------------------------------------

@@ -6,14 +6,16 @@ Valid forms (nest freely)::
     anthropic:<model>                           Claude through the Anthropic API
     openai:<model>[@<base_url>]                 any OpenAI-compatible server
     repeat(<spec>, <n>)                         n samples per view
-    ensemble(<spec>, <spec>, ..., reducer=mean|median|majority)
+    ensemble(<spec>, <spec>, ..., reducer=mean|median|majority, disagree_at=<points>)
     replay(<run folder>)                        records of an earlier run (quote paths with , or ))
     noise(<spec>, sd=<points>, seed=<int>)      labelled simulation of judge noise
+    simulate(<spec>, sd=<points>, difficulty=<sd>, seed=<int>[, edge=<0-1>, corr=<0-1>])
+                                                SIMULATED sampled judge (see judges.wrappers)
 
 Grammar (a small recursive-descent parser over balanced parentheses)::
 
     spec   := call | leaf
-    call   := WRAPPER "(" arg ("," arg)* ")"         WRAPPER in repeat, ensemble, replay, noise
+    call   := WRAPPER "(" arg ("," arg)* ")"         WRAPPER in repeat, ensemble, replay, noise, simulate
     arg    := KEY "=" value | spec | quoted
     value  := quoted | text up to the next top-level "," or ")"
     leaf   := text up to the next top-level "," or ")" (e.g. ``openai:m@http://127.0.0.1:8000/v1``)
@@ -37,11 +39,12 @@ VALID_FORMS = (
     "anthropic:<model>",
     "openai:<model>[@<base_url>]",
     "repeat(<spec>, <n>)",
-    "ensemble(<spec>, <spec>, ..., reducer=mean|median|majority)",
+    "ensemble(<spec>, <spec>, ..., reducer=mean|median|majority, disagree_at=<points>)",
     "replay(<run folder>)",
     "noise(<spec>, sd=<points>, seed=<int>)",
+    "simulate(<spec>, sd=<points>, difficulty=<sd>, seed=<int>[, edge=<0-1>, corr=<0-1>])",
 )
-WRAPPERS = ("repeat", "ensemble", "replay", "noise")
+WRAPPERS = ("repeat", "ensemble", "replay", "noise", "simulate")
 _KEYWORD = re.compile(r"([A-Za-z_]\w*)\s*=(?!=)")
 _NAME = re.compile(r"[A-Za-z_]\w*")
 
@@ -205,7 +208,7 @@ def _build(node: Leaf | Quoted | Call, spec: str, options: dict[str, Any]) -> Ju
                 raise SpecError(spec, f"openai spec {text!r} needs openai:<model>[@<base_url>]")
             return OpenAIJudge(model, **({**options, "base_url": base_url} if at else options))
         raise SpecError(spec, f"unknown judge {text!r}")
-    from .wrappers import EnsembleJudge, NoiseJudge, RepeatJudge, ReplayJudge
+    from .wrappers import EnsembleJudge, NoiseJudge, RepeatJudge, ReplayJudge, SimulatedJudge
 
     def check_kwargs(allowed: set[str]) -> None:
         unknown = sorted(set(node.kwargs) - allowed)
@@ -228,13 +231,19 @@ def _build(node: Leaf | Quoted | Call, spec: str, options: dict[str, Any]) -> Ju
             raise SpecError(spec, f"repeat n must be >= 1, got {n}")
         return RepeatJudge(_build(args[0], spec, options), n)
     if node.name == "ensemble":
-        check_kwargs({"reducer"})
+        check_kwargs({"reducer", "disagree_at"})
         reducer = node.kwargs.get("reducer", "mean")
         if len(node.args) < 2:
             raise SpecError(spec, f"ensemble needs at least 2 member specs, got {len(node.args)}")
         if reducer not in ("mean", "median", "majority"):
             raise SpecError(spec, f"unknown ensemble reducer {reducer!r}; expected mean, median or majority")
-        return EnsembleJudge([_build(a, spec, options) for a in node.args], reducer=reducer)
+        if reducer == "median" and len(node.args) == 2:
+            raise SpecError(spec, "ensemble reducer=median with 2 members: the median of two values is their "
+                                  "mean; use reducer=mean or add a third member")
+        disagree_at = _number(spec, "ensemble disagree_at", node.kwargs.get("disagree_at", "2"), float)
+        if not disagree_at > 0:
+            raise SpecError(spec, f"ensemble disagree_at must be > 0 points, got {disagree_at}")
+        return EnsembleJudge([_build(a, spec, options) for a in node.args], reducer=reducer, disagree_at=disagree_at)
     if node.name == "replay":
         check_kwargs(set())
         if len(node.args) != 1:
@@ -254,6 +263,17 @@ def _build(node: Leaf | Quoted | Call, spec: str, options: dict[str, Any]) -> Ju
         if sd < 0:
             raise SpecError(spec, f"noise sd must be >= 0, got {sd}")
         return NoiseJudge(_build(node.args[0], spec, options), sd=sd, seed=seed)
+    if node.name == "simulate":
+        check_kwargs({"sd", "difficulty", "seed", "edge", "corr"})
+        if len(node.args) != 1:
+            raise SpecError(spec, f"simulate takes one judge spec, got {len(node.args)}")
+        params = {name: _number(spec, f"simulate {name}", node.kwargs[name], float)
+                  for name in ("sd", "difficulty", "edge", "corr") if name in node.kwargs}
+        seed = _number(spec, "simulate seed", node.kwargs.get("seed", "0"), int)
+        try:
+            return SimulatedJudge(_build(node.args[0], spec, options), seed=seed, **params)
+        except ValueError as exc:
+            raise SpecError(spec, str(exc)) from None
     raise SpecError(spec, f"unknown wrapper {node.name}(...); wrappers are {', '.join(WRAPPERS)}")
 
 
