@@ -5,7 +5,8 @@ can, a ratio against a baseline measured in the same process moments apart. The 
 the figures are written to ``runs/<UTC date>T<time>Z_bench/bench.json``.
 
 Sections: ``scoring`` (here), ``heuristic`` (:mod:`axon_eval.bench_heuristic`), ``judges``
-(:mod:`axon_eval.bench_llm`), ``runs`` (:mod:`axon_eval.bench_runs`). ``--only NAME`` runs one.
+(:mod:`axon_eval.bench_llm`), ``runs`` (:mod:`axon_eval.bench_runs`), ``studies`` (every entry of
+:data:`STUDY_BENCHES`, e.g. :mod:`axon_eval.bench_noise`). ``--only NAME`` runs one.
 """
 
 from __future__ import annotations
@@ -81,7 +82,24 @@ def bench_scoring(n_rows: int = 1_000_000, loop_rows: int | None = None, seed: i
     ]
 
 
-SECTIONS: dict[str, Callable[[], list[BenchRow]]] = {"scoring": bench_scoring}
+#: The ``studies`` section: (module, function) pairs, each returning bench rows; add a line per study.
+STUDY_BENCHES: list[tuple[str, str]] = [
+    ("axon_eval.bench_noise", "bench_noise"),
+]
+
+
+def bench_studies() -> list[BenchRow]:
+    """Every study benchmark of :data:`STUDY_BENCHES` in order; a failing one is reported, the rest still run."""
+    rows: list[BenchRow] = []
+    for module, func in STUDY_BENCHES:
+        try:
+            rows.extend(getattr(importlib.import_module(module), func)())
+        except Exception as exc:  # reported as a failed row, like a failed section
+            rows.append(row("studies", f"{module}.{func} failed: {type(exc).__name__}: {exc}", float("nan"), "", "", False))
+    return rows
+
+
+SECTIONS: dict[str, Callable[[], list[BenchRow]]] = {"scoring": bench_scoring, "studies": bench_studies}
 EXTERNAL_SECTIONS = {
     "heuristic": ("axon_eval.bench_heuristic", "bench_heuristic"),
     "judges": ("axon_eval.bench_llm", "bench_claude_fake_server"),
