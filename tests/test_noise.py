@@ -371,3 +371,24 @@ def test_summary_refuses_another_rubric_and_duplicate_samples():
         judge_noise_summary(pd.concat([df, df.head(1)]), seed=0)
     with pytest.raises(ValueError, match="does not reproduce the table's score"):
         ensemble_curve(df.drop(columns="rubric_id").assign(band=None).drop(columns="band"), other, seed=0)
+
+
+def test_a_deterministic_judge_has_exactly_zero_noise():
+    # 61.3 and 72.9 are not exact in binary: the statistics must still see exactly no within-segment spread
+    df = long_table(np.array([[61.3, 61.3, 61.3], [72.9, 72.9, 72.9], [33.3, 33.3, 33.3]]))
+    assert within_segment_sd(df, columns=("score",)).loc[0, "sd_pooled"] == 0.0
+    icc = icc_table(df, columns=("score",)).iloc[0]
+    assert icc["icc1"] == 1.0 and "agree exactly" in icc["note"]
+    components = variance_components(df)
+    assert components.facet_var == 0.0 and components.residual_var == 0.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(arrays(np.float64, st.tuples(st.integers(1, 4), st.integers(1, 3), st.integers(1, 9)),
+              elements=st.integers(0, 10).map(float)))
+def test_ensemble_reducers_are_numpys_mean_and_median(drawn):
+    from axon_eval.stats.noise import _reduce_draws
+
+    reduced = _reduce_draws(drawn, ("mean", "median"), nan_aware=False)
+    np.testing.assert_allclose(reduced["mean"], drawn.mean(axis=-1))
+    np.testing.assert_array_equal(reduced["median"], np.median(drawn, axis=-1))

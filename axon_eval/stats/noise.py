@@ -234,15 +234,25 @@ def _check_table(samples_df: pd.DataFrame, rubric: Rubric) -> None:
 # =============================================================================================
 # Within-segment SD
 # =============================================================================================
+def _anchor(matrix: np.ndarray) -> np.ndarray:
+    """Each segment's first present value (0 when none): subtracting it first makes the deviations of
+    identical judgements exactly 0 (61.3 three times has a float mean that is not exactly 61.3)."""
+    present = ~np.isnan(matrix)
+    first = np.argmax(present, axis=1)
+    anchor = matrix[np.arange(len(matrix)), first] if matrix.size else np.zeros(len(matrix))
+    return np.where(present.any(axis=1), anchor, 0.0)
+
+
 def _within_stats(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per segment: number of present values, mean, and sum of squared deviations (NaN-aware)."""
     present = ~np.isnan(matrix)
     count = present.sum(axis=1)
-    total = np.where(present, matrix, 0.0).sum(axis=1)
+    anchor = _anchor(matrix)
+    shifted = np.where(present, matrix - anchor[:, None], 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean = total / count
-    dev = np.where(present, matrix - mean[:, None], 0.0)
-    return count, mean, (dev * dev).sum(axis=1)
+        shifted_mean = shifted.sum(axis=1) / count
+    dev = np.where(present, shifted - shifted_mean[:, None], 0.0)
+    return count, anchor + shifted_mean, (dev * dev).sum(axis=1)
 
 
 def _pooled_sd(matrix: np.ndarray) -> tuple[float, int]:
@@ -385,11 +395,13 @@ def icc_oneway(values: np.ndarray, confidence: float = 0.95, column: str = "") -
         raise ValueError(f"values hold {int(np.isnan(x).sum())} NaN entries; pass complete segments only")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
-    seg_mean = x.mean(axis=1)
-    grand = seg_mean.mean()
+    # deviations from each segment's first judgement, so identical judgements give MS_W = 0 exactly
+    d = x - x[:, :1]
+    d_mean = d.mean(axis=1)
+    seg_mean = x[:, 0] + d_mean
     df_b, df_w = n - 1, n * (k - 1)
-    ms_b = k * float(((seg_mean - grand) ** 2).sum()) / df_b
-    ms_w = float(((x - seg_mean[:, None]) ** 2).sum()) / df_w
+    ms_b = k * float(((seg_mean - seg_mean.mean()) ** 2).sum()) / df_b
+    ms_w = float(((d - d_mean[:, None]) ** 2).sum()) / df_w
     base = dict(column=column, n_segments=n, k=k, ms_between=ms_b, ms_within=ms_w, df_between=df_b,
                 df_within=df_w, confidence=confidence)
     if ms_w == 0.0:
@@ -565,11 +577,14 @@ def _components(sm: SampleMatrix, column: str) -> VarianceComponents:
     if n < 2 or k < 2:
         raise ValueError(f"variance components of {column!r} need >= 2 complete segments with >= 2 judgements, "
                          f"got {n} x {k}")
-    g = x.mean()
-    row_mean, col_mean = x.mean(axis=1), x.mean(axis=0)
-    ms_p = k * float(((row_mean - g) ** 2).sum()) / (n - 1)
-    ms_r = n * float(((col_mean - g) ** 2).sum()) / (k - 1)
-    resid = x - row_mean[:, None] - col_mean[None, :] + g
+    # with d_ij = x_ij - x_i1 (exact zeros for identical judgements): m_i - g and the residual
+    # x_ij - m_i - m_.j + g = d_ij - d_i. - d_.j + d_.. are the same algebra with less rounding
+    d = x - x[:, :1]
+    row_mean = x[:, 0] + d.mean(axis=1)
+    col_dev = d.mean(axis=0) - d.mean()
+    ms_p = k * float(((row_mean - row_mean.mean()) ** 2).sum()) / (n - 1)
+    ms_r = n * float((col_dev ** 2).sum()) / (k - 1)
+    resid = d - d.mean(axis=1)[:, None] - col_dev[None, :]
     ms_e = float((resid ** 2).sum()) / ((n - 1) * (k - 1))
     facet = "member" if sm.rater == "member" else "sample"
     raw = {"segment": (ms_p - ms_e) / k, facet: (ms_r - ms_e) / n, "residual": ms_e}
@@ -801,33 +816,35 @@ def _ensemble(sm: SampleMatrix, rubric: Rubric, *, seed: int, reducers: Sequence
         for start in range(0, n_seg, chunk):
             stop = min(n_seg, start + chunk)
             size = stop - start
+            ens: dict[str, np.ndarray] = {}  # reducer -> (size, n_boot) ensemble scores
+            codes: dict[str, np.ndarray] = {}  # reducer -> their band codes
             if draw == "with_replacement":
                 idx = rng.integers(0, n, size=(size, n_boot, k))
             else:
                 idx = np.argsort(rng.random((size, n_boot, n)), axis=2)[:, :, :k]
             rows_idx = np.arange(start, stop)[:, None, None]
+            # gather each drawn column once and reduce it with every reducer (common random numbers)
+            if basis == "score":
+                reduced = _reduce_draws(score[rows_idx, idx], reducers, nan_aware=False)
+                for reducer in reducers:
+                    ens[reducer] = reduced[reducer]
+                    codes[reducer] = _band_codes(ens[reducer], rubric)
+            else:
+                parts: dict[str, list[np.ndarray]] = {r: [] for r in reducers}
+                for j in range(len(DIMENSIONS)):
+                    nan_aware = j == 3 and bool(partial_null[start:stop].any())
+                    for reducer, values in _reduce_draws(dims[j][rows_idx, idx], reducers, nan_aware).items():
+                        parts[reducer].append(values)
+                fact_rows = np.repeat(facts[start:stop], n_boot, axis=0)
+                for reducer in reducers:
+                    subs = np.stack(parts[reducer], axis=-1).reshape(size * n_boot, len(DIMENSIONS))
+                    _raw, ens_flat, code_flat = score_arrays(subs, fact_rows, rubric)
+                    ens[reducer], codes[reducer] = ens_flat.reshape(size, n_boot), code_flat.reshape(size, n_boot)
             for reducer in reducers:
-                reduce = np.mean if reducer == "mean" else np.median
-                if basis == "score":
-                    ens = reduce(score[rows_idx, idx], axis=2)
-                    codes = _band_codes(ens, rubric)
-                else:
-                    parts = []
-                    for j in range(len(DIMENSIONS)):
-                        drawn = dims[j][rows_idx, idx]
-                        if j == 3 and partial_null[start:stop].any():
-                            with warnings.catch_warnings():
-                                warnings.simplefilter("ignore", RuntimeWarning)
-                                parts.append((np.nanmean if reducer == "mean" else np.nanmedian)(drawn, axis=2))
-                        else:
-                            parts.append(reduce(drawn, axis=2))
-                    subs = np.stack(parts, axis=-1).reshape(size * n_boot, len(DIMENSIONS))
-                    _raw, ens_flat, code_flat = score_arrays(subs, np.repeat(facts[start:stop], n_boot, axis=0), rubric)
-                    ens, codes = ens_flat.reshape(size, n_boot), code_flat.reshape(size, n_boot)
-                counts = np.stack([(codes == b).sum(axis=1) for b in range(len(BANDS))], axis=1)
+                counts = np.stack([(codes[reducer] == b).sum(axis=1) for b in range(len(BANDS))], axis=1)
                 same = (counts * (counts - 1)).sum(axis=1) / (n_boot * (n_boot - 1))
                 sums[reducer][0] += float((1.0 - same).sum())
-                sums[reducer][1] += float(ens.var(axis=1, ddof=1).sum())
+                sums[reducer][1] += float(ens[reducer].var(axis=1, ddof=1).sum())
         for reducer in reducers:
             flip_sum, var_sum = sums[reducer]
             cost = {c: (k * v if not math.isnan(v) else float("nan")) for c, v in cost_per_call.items()}
@@ -839,6 +856,30 @@ def _ensemble(sm: SampleMatrix, rubric: Rubric, *, seed: int, reducers: Sequence
              .sort_values(["_order", "k"]).drop(columns="_order").reset_index(drop=True))
     return EnsembleCurve(table=table, seed=int(seed), n_boot=n_boot, draw=draw, basis=basis, rater=sm.rater,
                          n_segments=n_seg, n_samples=n, cost_note=cost_note)
+
+
+def _reduce_draws(drawn: np.ndarray, reducers: Sequence[str], nan_aware: bool) -> dict[str, np.ndarray]:
+    """Mean and/or median over the last axis of ``(segments, n_boot, k)`` draws.
+
+    The median sorts once (k is small) and averages the two middle values for even k, as
+    ``numpy.median`` and ``statistics.median`` do. ``nan_aware`` (a dimension null on some but not
+    all judgements of a segment) ignores NaN, as the ensemble judge leaves null members out.
+    """
+    out: dict[str, np.ndarray] = {}
+    if nan_aware:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-null slices give NaN: null stays null
+            for reducer in reducers:
+                out[reducer] = (np.nanmean if reducer == "mean" else np.nanmedian)(drawn, axis=-1)
+        return out
+    k = drawn.shape[-1]
+    for reducer in reducers:
+        if reducer == "mean":
+            out[reducer] = drawn.mean(axis=-1)
+        else:
+            ordered = np.sort(drawn, axis=-1)
+            out[reducer] = 0.5 * (ordered[..., (k - 1) // 2] + ordered[..., k // 2])
+    return out
 
 
 def _check_rescoring(dims: np.ndarray, facts: np.ndarray, score: np.ndarray, rubric: Rubric,
