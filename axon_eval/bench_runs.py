@@ -131,10 +131,14 @@ def bench_large_file(workdir: Path, n_turns: int = LARGE_TURNS) -> list[dict[str
     cmd = [sys.executable, "-m", "axon_eval", "evaluate", "--turns", str(evidence), "--judge", "heuristic",
            "--out", str(out), "--name", "bench-large", "--quiet"]
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    _pid, status, usage = os.wait4(proc.pid, 0)
+    # output goes to a file, not a pipe: a pipe nobody reads while we wait4() could block the child
+    with (workdir / "evaluate.log").open("w+b") as log:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        log.seek(0)
+        stderr = log.read().decode(errors="replace")
     elapsed = time.perf_counter() - start
-    stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
     returncode = os.waitstatus_to_exitcode(status)
     peak_mb = usage.ru_maxrss / 1024.0  # Linux reports kilobytes
     folders = [p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")] if out.exists() else []

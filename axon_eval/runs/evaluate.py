@@ -355,6 +355,7 @@ def evaluate(
     source_run: str | None = None,
     batch: bool = False,
     batch_poll_s: float = 30.0,
+    batch_timeout_s: float = 25 * 3600.0,
     max_cost_usd: float | None = None,
     compress_audit: bool = False,
 ) -> Run:
@@ -385,6 +386,8 @@ def evaluate(
     chunk_size : segments read, judged and written per step (peak memory grows with it).
     batch : submit all uncached views as one Anthropic Message Batch (half price); the batch id is kept
         in the run folder and beside the cache, so a restarted run resumes polling instead of paying twice.
+        ``batch_poll_s`` is the polling interval; after ``batch_timeout_s`` the run fails with the batch
+        still recorded (a restart resumes it).
     max_cost_usd : stop sending views before the reported cost would exceed this (see module docstring).
     compress_audit : write ``audit.jsonl.gz`` instead of ``audit.jsonl``.
 
@@ -500,7 +503,8 @@ def evaluate(
                     from .batch import judge_run_in_batch
 
                     judge_run_in_batch(judge, chunks, writer, rubric, cache=cache_obj, folder=folder,
-                                       manifest=manifest, usage=usage, poll_interval=batch_poll_s, bar=bar)
+                                       manifest=manifest, usage=usage, poll_interval=batch_poll_s,
+                                       timeout=batch_timeout_s, bar=bar)
                 else:
                     for items, views, n_turns in chunks:
                         records = _judge_chunk(judge, views, items, cache=cache_obj, concurrency=concurrency,
