@@ -120,7 +120,7 @@ def test_committed_notebook_has_no_outputs_and_no_definitions():
         assert not [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef
                                                             | ast.ClassDef | ast.Lambda)]
     assert set(notebook_parameters(NOTEBOOK)) == {"turns_file", "judge", "rubric", "row_horizon", "limit", "seed",
-                                                  "run_name", "labels_file", "run_dir"}
+                                                  "run_name", "labels_file", "batch", "max_cost_usd", "run_dir"}
 
 
 def test_parameter_files_name_only_notebook_parameters():
