@@ -19,6 +19,8 @@ HAS_HEURISTIC = importlib.util.find_spec("axon_eval.judges.heuristic") is not No
 def keys(monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-real")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-test-not-real")
+    for name in ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "AXON_EVAL_KEY_HOSTS"):
+        monkeypatch.delenv(name, raising=False)
 
 
 def test_parse_nested_spec_tree():
@@ -92,6 +94,11 @@ def test_build_heuristic_lazily():
     ("replay(repeat(openai:a, 2))", "not a judge spec"),
     ("replay('unterminated)", "unterminated"),
     ("openai:m@", "needs openai:<model>"),
+    ("anthropic:m@", "needs anthropic:<model>"),
+    ("anthropic:m#prose", "unknown judging mode 'prose'"),
+    ("openai:m@http://localhost:8000/v1#", "unknown judging mode ''"),
+    ("openai:m@localhost:8000/v1", "must start with http:// or https://"),
+    ("anthropic:m@http://:80", "names no host"),
     ("", "empty spec"),
 ])
 def test_bad_specs_raise_value_error_listing_valid_forms(spec, problem):
@@ -102,3 +109,37 @@ def test_bad_specs_raise_value_error_listing_valid_forms(spec, problem):
     assert problem in message
     for form in VALID_FORMS:
         assert form in message
+
+
+def test_api_leaves_take_an_endpoint_and_a_mode():
+    claude = build_judge("anthropic:claude-haiku-4-5@http://127.0.0.1:8123")
+    assert isinstance(claude, AnthropicJudge) and claude.model == "claude-haiku-4-5"
+    assert claude.judge_id == "anthropic:claude-haiku-4-5@judge_v1,t=default,base=http://127.0.0.1:8123"
+    assert claude.endpoint_is_local and claude.key_source == "dummy"
+    free = build_judge("anthropic:claude-haiku-4-5#free_text")
+    assert free.mode == "free_text"
+    assert free.judge_id == "anthropic:claude-haiku-4-5@judge_v1_free_text,t=default,mode=free_text"
+    both = build_judge("openai:qwen@http://localhost:8000/v1#free_text")
+    assert (both.model, both.endpoint, both.mode) == ("qwen", "http://localhost:8000/v1", "free_text")
+    explicit = build_judge("openai:gpt-4o#structured")
+    assert explicit.mode == "structured" and explicit.judge_id == "openai:gpt-4o@judge_v1,t=0.0"
+
+
+def test_mode_option_reaches_every_api_leaf_and_conflicts_are_refused():
+    judge = build_judge("ensemble(anthropic:claude-haiku-4-5, openai:gpt-4o#free_text)", mode="free_text")
+    assert [m.mode for m in judge.members] == ["free_text", "free_text"]
+    with pytest.raises(SpecError, match="asks for mode 'free_text' but the option mode='structured'"):
+        build_judge("anthropic:claude-haiku-4-5#free_text", mode="structured")
+
+
+def test_url_credentials_are_masked_in_spec_errors_and_in_the_recorded_spec():
+    spec = "repeat(openai:m@https://me:pw-CANARY@gw.example.com/v1?key=CANARY2, 2)"
+    judge = build_judge(spec)
+    assert "CANARY" not in judge.spec and "CANARY" not in judge.judge_id
+    assert judge.spec == "repeat(openai:m@https://<redacted>@gw.example.com/v1?key=<redacted>, 2)"
+    for bad in ("repeat(openai:m@https://me:pw-CANARY@gw.example.com/v1?key=CANARY2, zero)",
+                "openai:m@ftp://me:pw-CANARY@gw.example.com",
+                "openai:m@me:pw-CANARY@gw.example.com"):
+        with pytest.raises(SpecError) as info:
+            build_judge(bad)
+        assert "CANARY" not in str(info.value) and "CANARY" not in info.value.spec

@@ -1,4 +1,4 @@
-"""Claude judge: ``anthropic:<model>`` through ``anthropic.AsyncAnthropic`` (SDK 2.x).
+"""Claude judge: ``anthropic:<model>[@<base_url>][#free_text]`` through ``anthropic.AsyncAnthropic`` (SDK 2.x).
 
 Request (``client.messages.create``):
 
@@ -16,10 +16,18 @@ Request (``client.messages.create``):
   (``extra_body`` / the batch ``params``); a model that rejects it answers HTTP 400, which becomes a
   non-retryable error record.
 
-Key: read only from the ``ANTHROPIC_API_KEY`` environment variable when the judge is built; missing ->
-:class:`MissingApiKey` before any work. The one exception is a ``base_url`` on this machine (a local fake
-server for tests and benchmarks), which gets the dummy key ``"local-server-no-key"``. The key is never
-written to records, logs or reprs.
+Free-text mode (``mode="free_text"``, spec ``anthropic:<model>#free_text``): the system prompt is
+``prompts/<version>_free_text.md``, no ``output_config`` is sent, and the prose reply is parsed by
+:func:`~.base.parse_free_text_verdict` (an unparseable reply is an error record).
+
+Endpoint and key (rules in :mod:`._llm`): the endpoint is ``base_url`` (spec
+``anthropic:<model>@<url>``), else ``ANTHROPIC_BASE_URL``, else ``https://api.anthropic.com``; a
+non-default endpoint enters the judge id (``,base=<url>``). ``ANTHROPIC_API_KEY`` is read from the
+environment when the judge is built and sent only to ``api.anthropic.com`` (https) or to a host allowed
+by ``allow_key_hosts`` / ``AXON_EVAL_KEY_HOSTS`` (missing there -> :class:`MissingApiKey` before any
+work); a loopback endpoint gets the dummy key ``"local-server-no-key"``; any other endpoint gets no key
+(the ``Authorization`` / ``X-Api-Key`` headers are removed, and the SDK's own credential discovery is
+bypassed). The key is never written to records, logs or reprs.
 
 Large runs: :meth:`AnthropicJudge.judge_batch` uses Message Batches (``custom_id`` = the verdict cache
 key, 64 hex characters, which satisfies the API's ``^[a-zA-Z0-9_-]{1,64}$``).
@@ -28,16 +36,16 @@ key, 64 hex characters, which satisfies the API's ``^[a-zA-Z0-9_-]{1,64}$``).
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import anthropic
 
 from ..view import EvidenceView
-from ._llm import USER_PREAMBLE, Completion, LLMJudge, is_loopback_url
-from .base import JudgeRecord, MissingApiKey, verdict_json_schema
+from ._llm import USER_PREAMBLE, Completion, LLMJudge
+from .base import JudgeRecord, verdict_json_schema
 from .prices import TokenUsage
 
 LOCAL_DUMMY_KEY = "local-server-no-key"
@@ -59,42 +67,48 @@ def _completion_from_message(message: Any) -> Completion:
 
 
 class AnthropicJudge(LLMJudge):
-    """``anthropic:<model>``; see the module docstring. Options as :class:`~._llm.LLMJudge`."""
+    """``anthropic:<model>[@<base_url>][#free_text]``; see the module docstring. Options as
+    :class:`~._llm.LLMJudge` (``temperature`` defaults to ``None``: not sent)."""
 
     provider = "anthropic"
     connection_errors = (anthropic.APIConnectionError,)
+    default_base_url = "https://api.anthropic.com"
+    base_url_env = "ANTHROPIC_BASE_URL"
+    api_key_env = "ANTHROPIC_API_KEY"
+    provider_key_hosts = frozenset({"api.anthropic.com"})
+    dummy_key = LOCAL_DUMMY_KEY
 
     def __init__(self, model: str, **options: Any) -> None:
         options.setdefault("temperature", None)
         super().__init__(model, **options)
-        key = os.environ.get("ANTHROPIC_API_KEY")
-        if not key:
-            if not is_loopback_url(self.base_url):
-                raise MissingApiKey(
-                    f"judge {self.judge_id!r} needs the ANTHROPIC_API_KEY environment variable "
-                    "(no key was found; set it, or use the offline 'heuristic' judge)")
-            key = LOCAL_DUMMY_KEY
-        self._api_key = key
 
     def __repr__(self) -> str:  # never show the key
         return f"AnthropicJudge({self.judge_id!r})"
 
     def _new_client(self, http_client: Any) -> anthropic.AsyncAnthropic:
-        return anthropic.AsyncAnthropic(**self._client_kwargs(http_client))
+        kwargs = self._client_kwargs(http_client)
+        if self._api_key is None:
+            # An explicit (empty) key stops the SDK from reading ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN or a
+            # profile; omitting both auth headers sends no credential at all.
+            kwargs["api_key"] = ""
+            kwargs["default_headers"] = {"Authorization": anthropic.Omit(), "X-Api-Key": anthropic.Omit()}
+        return anthropic.AsyncAnthropic(**kwargs)
 
     def _status_of(self, exc: BaseException) -> int | None:
         return exc.status_code if isinstance(exc, anthropic.APIStatusError) else None
 
     def request_params(self, view: EvidenceView, *, for_batch: bool = False) -> dict[str, Any]:
         """The ``messages.create`` keyword arguments for ``view``; with ``for_batch`` the ``params`` of a
-        batch request (a plain body, so a temperature is a top-level field instead of ``extra_body``)."""
+        batch request (a plain body, so a temperature is a top-level field instead of ``extra_body``).
+        Free-text mode sends no ``output_config``."""
         params: dict[str, Any] = {
             "model": self.model,
             "max_tokens": self.max_tokens,
             "system": [{"type": "text", "text": self.prompt.text, "cache_control": {"type": "ephemeral"}}],
             "messages": [{"role": "user", "content": [{"type": "text", "text": USER_PREAMBLE + view.text}]}],
-            "output_config": {"format": {"type": "json_schema", "schema": verdict_json_schema()}},
         }
+        if self.mode == "structured":
+            params["output_config"] = {"format": {"type": "json_schema", "schema": verdict_json_schema()}}
         if self.temperature is not None:
             if for_batch:
                 params["temperature"] = self.temperature
@@ -148,6 +162,10 @@ class AnthropicJudge(LLMJudge):
                     break
                 await asyncio.sleep(poll_interval)
                 batch = await client.messages.batches.retrieve(batch_id)
+            results_host = urlsplit(batch.results_url or "").hostname
+            if results_host is not None and results_host.lower() != self._endpoint_host:
+                raise RuntimeError(f"batch {batch_id}: results_url names host {results_host!r}, not the judge's "
+                                   f"endpoint {self.endpoint}; refusing to send credentials there")
             results: dict[str, Any] = {}
             async for line in await client.messages.batches.results(batch_id):
                 results[line.custom_id] = line.result

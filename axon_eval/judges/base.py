@@ -5,6 +5,8 @@
 ``parse_verdict``   pure function: JSON text or a mapping -> ``Verdict``, or ``VerdictParseError``
                     naming the bad field and value. Our own code does the 0-10 range checks
                     (structured-output schemas do not enforce ``minimum``/``maximum``).
+``parse_free_text_verdict``  pure function: a judge's prose reply (free-text mode) -> ``Verdict``, or
+                    ``VerdictParseError`` when a grade or the verdict is missing, ambiguous or invalid.
 ``JudgeRecord``     one judgement attempt: the verdict *or* an error, plus provenance (judge id, model,
                     prompt version, sample index), latency, tokens, cost and cache information. A failed
                     or unparseable judgement is an error record: the segment is *unjudged*, never 0.
@@ -27,6 +29,7 @@ import concurrent.futures
 import hashlib
 import json
 import math
+import re
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
@@ -188,6 +191,159 @@ def parse_verdict(text_or_obj: str | bytes | Mapping[str, Any] | Verdict, *,
     if not isinstance(explanation, str) or not explanation.strip():
         raise VerdictParseError("explanation", explanation, "must be a non-empty string")
     return Verdict(**values, verdict=label, explanation=explanation.strip())
+
+
+# -- free-text replies -------------------------------------------------------------------------------
+_NUMBER_WORDS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+                 "eight": 8, "nine": 9, "ten": 10}
+_WORD_NUMBER = r"\b(?:" + "|".join(_NUMBER_WORDS) + r")\b"
+#: How each dimension may be named in prose (longest first; text is lower-cased, ``_`` read as a space).
+_DIMENSION_NAMES: dict[str, tuple[str, ...]] = {
+    "intent_understood": (r"intent\s+understood", r"understood\s+(?:the\s+)?intent", r"intent\s+understanding",
+                          r"understanding\s+of\s+(?:the\s+)?(?:intent|question)", r"intent"),
+    "sql_quality": (r"sql\s+quality", r"quality\s+of\s+(?:the\s+)?sql", r"query\s+quality"),
+    "result_relevance": (r"results?\s+relevance", r"relevance\s+of\s+(?:the\s+)?(?:results?|rows)", r"relevance"),
+    "answer_faithfulness": (r"answer\s+faithfulness", r"faithfulness\s+of\s+(?:the\s+)?answer", r"faithfulness"),
+}
+_DIMENSION_RE = re.compile(r"\b(?:" + "|".join(
+    f"(?P<{name}>{'|'.join(aliases)})" for name, aliases in _DIMENSION_NAMES.items()) + r")\b")
+#: Words that may stand between a dimension's name and its grade ("SQL quality: 7", "intent is 9",
+#: "relevance gets a 6", "| sql quality | 7 |").
+_FILLER = (r"(?:is|was|gets?|got|deserves?|earns?|scores?|scored|rated|rating|grade[ds]?|receives?|received|"
+           r"at|of|a|an|score|would\s+be|i\s+(?:would\s+)?(?:give|rate)(?:\s+(?:it|this))?)")
+_SEPARATORS = r"[\s:=|()\[\]\-\u2013\u2014>,\"']*"
+_PLAIN_GAP = re.compile(rf"^{_SEPARATORS}(?:{_FILLER}\b{_SEPARATORS})*$")
+_NULL_GRADE = re.compile(rf"{_SEPARATORS}(?:{_FILLER}\b{_SEPARATORS})*"
+                         r"(?:not\s+applicable|n/a\b|null\b|none\b|not\s+graded|no\s+answer)")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?|" + _WORD_NUMBER)
+_SCALE = re.compile(r"\s*(?:/|out\s+of|of)\s*(?:10|ten)\b")
+#: How far after a dimension's name a grade on a 10-point scale may stand (same line).
+_SCALED_REACH = 100
+_GRADE_BEFORE = re.compile(r"(?P<num>\d+(?:\.\d+)?|" + _WORD_NUMBER + r")\s*(?:/|out\s+of)\s*(?:10|ten)\s+"
+                           r"(?:for|on|in)\s+(?:the\s+)?$")
+_OTHER_SCALE = re.compile(r"\s*(?:/|out\s+of)\s*(\d+(?:\.\d+)?)")
+_RANGE = re.compile(r"\s*(?:-|\u2013|to|or)\s*\d")
+_BAND = r"(good|partial|poor)"
+_VERDICT_RES = (
+    re.compile(r"\bverdict\b[^\n]{0,40}?\b" + _BAND + r"\b"),
+    re.compile(r"\boverall(?:\s+(?:assessment|rating|judge?ment|grade|band))?\s*[:=\-\u2013\u2014]\s*" + _BAND + r"\b"),
+    re.compile(r"\b(?:rate|judge|classify|consider|call)\s+(?:this|the)\s+(?:turn|answer|response)\s+"
+               r"(?:as\s+)?(?:an?\s+)?" + _BAND + r"\b"),
+    re.compile(r"\boverall,?\s+(?:this|the)\s+turn\s+is\s+(?:a\s+)?" + _BAND + r"\b"),
+)
+_BAND_LIST = re.compile(r"\s*(?:/|,|or|and)\s*(?:good|partial|poor)\b")
+
+
+def _normalise_prose(text: str) -> str:
+    """Lower-case, markdown emphasis and code marks removed, ``_`` as a space (``sql_quality``)."""
+    return re.sub(r"[*`]", "", text).replace("_", " ").lower()
+
+
+def _grade_value(num: str) -> int | float:
+    """``"7"`` -> 7, ``"seven"`` -> 7, ``"7.5"`` -> 7.5 (refused later as not whole), ``"-1"`` -> -1."""
+    if num in _NUMBER_WORDS:
+        return _NUMBER_WORDS[num]
+    value = float(num)
+    return int(value) if value.is_integer() else value
+
+
+def _grade_after(prose: str, start: int, limit: int) -> tuple[str, int, bool] | None:
+    """The grade after a dimension name at ``start`` (before ``limit``, on the same line):
+    ``(number text, end of the number, on a 10-point scale)``, or ``None``.
+
+    A number counts when only separators and filler words stand before it ("SQL quality: 7",
+    "relevance gets a 6"), or when it is on a 10-point scale ("9/10", "nine out of ten") within
+    :data:`_SCALED_REACH` characters. Other numbers ("step 2", "2024") are passed over.
+    """
+    stop = prose.find("\n", start, limit)
+    stop = min(limit if stop < 0 else stop, start + _SCALED_REACH)
+    for candidate in _NUMBER.finditer(prose, start, stop):
+        num = candidate.group(0)
+        if num[0].isdigit() and prose[candidate.start() - 1] == "-" and not prose[candidate.start() - 2].isalnum():
+            num = "-" + num  # "intent: -1" is a negative grade (refused as out of range), "intent - 9" is 9
+        if _SCALE.match(prose, candidate.end()):
+            return num, candidate.end(), True
+        if num not in _NUMBER_WORDS and _PLAIN_GAP.match(prose[start:candidate.start()]):
+            return num, candidate.end(), False
+    return None
+
+
+def parse_free_text_verdict(text: str, *, answer_captured: bool | None = None,
+                            notes: list[str] | None = None) -> Verdict:
+    """Parse a prose reply (free-text judging) into a :class:`Verdict`, or raise :class:`VerdictParseError`.
+
+    Each dimension is found by its name (``intent understood`` / ``intent_understood`` / ``intent``,
+    ``SQL quality``, ``result relevance`` / ``relevance``, ``answer faithfulness`` / ``faithfulness``, and
+    a few ``X of the Y`` forms), then its grade: a number right after it ("SQL quality: 7",
+    "intent is 9", "| relevance | 6 |", "faithfulness gets a 4"), a number on a 10-point scale a few
+    words later ("Intent understood: the agent grasped it, I give it 9/10", "nine out of ten") or just
+    before it ("8/10 for SQL quality"). Faithfulness may be "not applicable" / "n/a" / "null". The
+    verdict is the band named after "verdict" ("Verdict: partial", "my overall verdict is **poor**"),
+    else after "overall:" or "I would rate this turn as ...".
+
+    Refused (the reply becomes an error record, never a guess): a dimension with no grade, a grade stated
+    twice with different values, a range ("7-8"), another scale ("4/5"), a non-whole or out-of-range
+    grade, no verdict, a negated verdict ("not good"), a list of bands ("good/partial/poor") or two
+    different verdicts. Range and faithfulness rules are those of :func:`parse_verdict` (this function
+    builds the mapping and calls it). The explanation is the whole reply, trimmed.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise VerdictParseError("<text>", text, "empty free-text reply")
+    prose = _normalise_prose(text)
+    mentions = list(_DIMENSION_RE.finditer(prose))
+    grades: dict[str, list[int | float | None]] = {name: [] for name in DIMENSIONS}
+    for i, mention in enumerate(mentions):
+        name = next(k for k, v in mention.groupdict().items() if v is not None)
+        end = mention.end()
+        limit = mentions[i + 1].start() if i + 1 < len(mentions) else len(prose)
+        before = _GRADE_BEFORE.search(prose[max(0, mention.start() - 40):mention.start()])
+        if before:
+            grades[name].append(_grade_value(before.group("num")))
+        if name == "answer_faithfulness" and _NULL_GRADE.match(prose, end, limit):
+            grades[name].append(None)
+            continue
+        grade = _grade_after(prose, end, limit)
+        if grade is None:
+            continue
+        num, num_end, scaled = grade
+        if not scaled:
+            other = _OTHER_SCALE.match(prose, num_end, limit)
+            if other and float(other.group(1)) != 10:
+                raise VerdictParseError(name, f"{num}/{other.group(1)}", "graded on a scale other than 0-10")
+        rest_start = _SCALE.match(prose, num_end).end() if scaled else num_end  # type: ignore[union-attr]
+        if _RANGE.match(prose, rest_start, limit):
+            shown = prose[num_end - len(num):rest_start + 8].split("\n")[0].strip()
+            raise VerdictParseError(name, shown, "a range, not one grade")
+        grades[name].append(_grade_value(num))
+    values: dict[str, Any] = {}
+    for name in DIMENSIONS:
+        found = list(dict.fromkeys(grades[name]))
+        if len(found) > 1:
+            raise VerdictParseError(name, found, "stated with different grades")
+        if not found:
+            if name == "answer_faithfulness" and answer_captured is False:
+                values[name] = None
+                continue
+            raise VerdictParseError(name, None, "no grade found in the free-text reply")
+        values[name] = found[0]
+    labels: list[str] = []
+    for pattern in _VERDICT_RES:
+        for match in pattern.finditer(prose):
+            if re.search(r"\bnot\s+(?:a\s+)?$", prose[max(0, match.start(1) - 8):match.start(1)]):
+                raise VerdictParseError("verdict", match.group(0), "negated verdict; name one band")
+            if _BAND_LIST.match(prose, match.end(1)):
+                raise VerdictParseError("verdict", prose[match.start(1):match.end(1) + 20],
+                                        "lists several bands; name one")
+            labels.append(match.group(1))
+        if labels:
+            break
+    distinct = list(dict.fromkeys(labels))
+    if not distinct:
+        raise VerdictParseError("verdict", None, f"no verdict ({', '.join(BANDS)}) found in the free-text reply")
+    if len(distinct) > 1:
+        raise VerdictParseError("verdict", distinct, "different verdicts stated")
+    return parse_verdict({**values, "verdict": distinct[0], "explanation": text.strip()},
+                         answer_captured=answer_captured, notes=notes)
 
 
 class JudgeRecord(BaseModel):

@@ -3,6 +3,11 @@
 A prompt file is immutable once used: changing its text means adding a new file with a new version
 name (``judge_v2``) and pointing the rubric's ``prompt_version`` at it. The test suite pins the SHA-256
 of each released prompt, so an edit without a version bump fails.
+
+Each version has a structured form (``<version>.md``: the reply is the JSON object the output schema
+requires) and may have a free-text form (``<version>_free_text.md``: the same rubric, the reply in prose
+stating the four grades and the verdict, parsed by code). A judge in ``mode="free_text"`` loads
+``<version>`` + :data:`FREE_TEXT_SUFFIX`.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from functools import lru_cache
 from importlib import resources
 
 _VERSION_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+#: Appended to a prompt version to name its free-text form (``judge_v1`` -> ``judge_v1_free_text``).
+FREE_TEXT_SUFFIX = "_free_text"
 
 
 @dataclass(frozen=True)

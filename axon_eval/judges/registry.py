@@ -3,8 +3,8 @@
 Valid forms (nest freely)::
 
     heuristic                                   offline deterministic judge (code only)
-    anthropic:<model>                           Claude through the Anthropic API
-    openai:<model>[@<base_url>]                 any OpenAI-compatible server
+    anthropic:<model>[@<base_url>][#free_text]  Claude through the Anthropic API (or a compatible server)
+    openai:<model>[@<base_url>][#free_text]     any OpenAI-compatible server
     repeat(<spec>, <n>)                         n samples per view
     ensemble(<spec>, <spec>, ..., reducer=mean|median|majority, disagree_at=<points>)
     replay(<run folder>)                        records of an earlier run (quote paths with , or ))
@@ -22,8 +22,14 @@ Grammar (a small recursive-descent parser over balanced parentheses)::
     quoted := '...' | "..."
 
 ``build_judge(spec, **options)`` passes ``options`` (``temperature``, ``max_tokens``, ``max_retries``,
-``retry_attempts``, ``backoff_base_s``, ``backoff_cap_s``, ``timeout_s``, ``prompt_version``,
-``http_client``) to every API judge in the spec; the heuristic judge takes none.
+``retry_attempts``, ``backoff_base_s``, ``backoff_cap_s``, ``timeout_s``, ``prompt_version``, ``mode``,
+``allow_key_hosts``, ``http_client``) to every API judge in the spec; the heuristic judge takes none.
+
+API leaves: ``@<base_url>`` names the endpoint (else the SDK's ``ANTHROPIC_BASE_URL`` /
+``OPENAI_BASE_URL``, else the provider's); a non-default endpoint enters the judge id as
+``,base=<url>`` with any credentials stripped. ``#free_text`` (or ``mode="free_text"``) judges in prose
+with the ``<prompt_version>_free_text`` prompt; ``#structured`` is the default. A URL's credentials are
+masked in error messages and in ``judge.spec``.
 """
 
 from __future__ import annotations
@@ -36,8 +42,8 @@ from .base import Judge
 
 VALID_FORMS = (
     "heuristic",
-    "anthropic:<model>",
-    "openai:<model>[@<base_url>]",
+    "anthropic:<model>[@<base_url>][#free_text]",
+    "openai:<model>[@<base_url>][#free_text]",
     "repeat(<spec>, <n>)",
     "ensemble(<spec>, <spec>, ..., reducer=mean|median|majority, disagree_at=<points>)",
     "replay(<run folder>)",
@@ -53,6 +59,9 @@ class SpecError(ValueError):
     """A judge spec that does not parse or names no known judge; the message lists the valid forms."""
 
     def __init__(self, spec: str, problem: str) -> None:
+        from ._llm import redact_urls  # a spec may carry URL credentials: never show them
+
+        spec, problem = redact_urls(str(spec)), redact_urls(problem)
         self.spec = spec
         self.problem = problem
         forms = "\n  ".join(VALID_FORMS)
@@ -186,6 +195,42 @@ def _number(spec: str, where: str, text: str, kind: type) -> Any:
         raise SpecError(spec, f"{where} must be {'an integer' if kind is int else 'a number'}, got {text!r}") from None
 
 
+def _build_api_leaf(kind: str, rest: str, text: str, spec: str, options: dict[str, Any]) -> Judge:
+    """``<kind>:<model>[@<base_url>][#structured|#free_text]`` -> an Anthropic or OpenAI-compatible judge.
+
+    The ``#mode`` suffix is split off last (``rpartition``), the model from the URL at the first ``@``.
+    A mode in the spec and a different ``mode=`` option conflict (``SpecError``); an invalid URL is a
+    ``SpecError`` naming it with credentials masked.
+    """
+    from ._llm import MODES, InvalidEndpoint, mask_url
+
+    form = f"{kind}:<model>[@<base_url>][#free_text]"
+    body, hash_, mode = rest.rpartition("#") if "#" in rest else (rest, "", "")
+    if hash_ and mode not in MODES:
+        raise SpecError(spec, f"unknown judging mode {mode!r} in {text!r}; expected #structured or #free_text "
+                              f"({form})")
+    model, at, base_url = body.partition("@")
+    model, base_url = model.strip(), base_url.strip()
+    if not model or (at and not base_url):
+        raise SpecError(spec, f"{kind} spec {text!r} needs {form}")
+    leaf_options = dict(options)
+    if at:
+        leaf_options["base_url"] = base_url
+    if hash_:
+        if options.get("mode") not in (None, mode):
+            raise SpecError(spec, f"{text!r} asks for mode {mode!r} but the option mode={options['mode']!r} "
+                                  "was given too")
+        leaf_options["mode"] = mode
+    if kind == "anthropic":
+        from .anthropic_judge import AnthropicJudge as judge_class
+    else:
+        from .openai_judge import OpenAIJudge as judge_class  # type: ignore[assignment]
+    try:
+        return judge_class(model, **leaf_options)
+    except InvalidEndpoint as exc:  # show the spec with this URL masked even when it has no scheme
+        raise SpecError(spec.replace(base_url, mask_url(base_url)), str(exc)) from None
+
+
 def _build(node: Leaf | Quoted | Call, spec: str, options: dict[str, Any]) -> Judge:
     if isinstance(node, Quoted):
         node = Leaf(node.text)
@@ -196,17 +241,8 @@ def _build(node: Leaf | Quoted | Call, spec: str, options: dict[str, Any]) -> Ju
 
             return HeuristicJudge()
         kind, sep, rest = text.partition(":")
-        if sep and kind == "anthropic" and rest:
-            from .anthropic_judge import AnthropicJudge
-
-            return AnthropicJudge(rest, **options)
-        if sep and kind == "openai" and rest:
-            from .openai_judge import OpenAIJudge
-
-            model, at, base_url = rest.partition("@")
-            if not model or (at and not base_url):
-                raise SpecError(spec, f"openai spec {text!r} needs openai:<model>[@<base_url>]")
-            return OpenAIJudge(model, **({**options, "base_url": base_url} if at else options))
+        if sep and kind in ("anthropic", "openai") and rest:
+            return _build_api_leaf(kind, rest, text, spec, options)
         raise SpecError(spec, f"unknown judge {text!r}")
     from .wrappers import EnsembleJudge, NoiseJudge, RepeatJudge, ReplayJudge, SimulatedJudge
 
@@ -284,6 +320,8 @@ def build_judge(spec: str, **options: Any) -> Judge:
     the valid forms) for an unknown or malformed spec, and ``MissingApiKey`` when an API judge's key is
     not in the environment.
     """
+    from ._llm import redact_urls
+
     judge = _build(parse_spec(spec), spec, dict(options))
-    judge.spec = spec.strip()
+    judge.spec = redact_urls(spec.strip())  # what manifests record: URL credentials masked
     return judge
