@@ -1,35 +1,84 @@
-"""Matplotlib figures of an evaluation's results (used by the notebooks and headless runs).
+"""Matplotlib figures of an evaluation's results (used by the notebooks, headless runs and the report).
 
-Every function takes the results frame of a run and returns a new :class:`matplotlib.figure.Figure`
-built without ``pyplot`` (no global figure state, safe in threads and headless processes). Save it with
-:func:`save_figure`; in a notebook, display the saved PNG (``IPython.display.Image``) so the executed
-notebook and its HTML export carry exactly the file kept in the run's ``figures/`` folder.
+Every figure function takes the results frame of a run and returns a new
+:class:`matplotlib.figure.Figure` built without ``pyplot`` (no global figure state, safe in threads and
+headless processes). Save it with :func:`save_figure`; in a notebook, display the saved PNG
+(``IPython.display.Image``) so the executed notebook and its HTML export carry exactly the file kept in
+the run's ``figures/`` folder. :func:`embed_png` turns a figure (or a saved PNG) into a ``data:`` URI,
+which is how the HTML report carries its figures inside the one file.
 
-Unjudged rows are never plotted as 0: only ``status == "judged"`` rows enter the score figures.
+Figures count **segments**, not samples: a repeated run (several results rows per segment) is plotted
+through :func:`axon_eval.summaries.segment_table`, i.e. each segment's mean over its judged samples, and
+the title says so. Unjudged segments are never plotted as 0: only judged segments enter the score
+figures.
+
+Every figure of a simulated judge (a judge id containing ``noise(`` or ``simulated(``) carries
+``SIMULATED`` in its title; ``simulated=None`` (the default) detects it from the results' ``judge_id``
+column, ``True``/``False`` states it.
 """
 
 from __future__ import annotations
 
+import base64
+import io
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from .rubric import BANDS, DIMENSIONS, Rubric
-from .summaries import breakdown, cap_table, judged, verdict_crosstab
+from .summaries import (
+    breakdown,
+    cap_table,
+    is_repeated,
+    is_simulated_judge,
+    judged,
+    segment_table,
+    verdict_crosstab,
+)
 
 BAND_COLOURS = {"good": "#2e7d32", "partial": "#f9a825", "poor": "#c62828"}
+#: Prefix of every figure title of a simulated judge.
+SIMULATED_PREFIX = "SIMULATED judge: "
+#: The first bytes of every PNG file.
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def _rubric(rubric: Rubric | None) -> Rubric:
     return rubric if rubric is not None else Rubric.default()
 
 
-def score_distribution(results: pd.DataFrame, rubric: Rubric | None = None, *, bin_width: float = 5.0) -> Figure:
-    """Histogram of judged scores (0-100) with the band thresholds marked, bars coloured by band."""
+def _is_simulated(results: pd.DataFrame, simulated: bool | None) -> bool:
+    if simulated is not None:
+        return bool(simulated)
+    if "judge_id" not in results.columns:
+        return False
+    return is_simulated_judge(str(v) for v in results["judge_id"].dropna().unique())
+
+
+def _title(results: pd.DataFrame, text: str, simulated: bool | None) -> str:
+    """``text`` prefixed with :data:`SIMULATED_PREFIX` when the judge is simulated."""
+    return (SIMULATED_PREFIX if _is_simulated(results, simulated) else "") + text
+
+
+def _basis(results: pd.DataFrame) -> str:
+    """How a repeated run's values are shown, for titles ('' for one sample per segment)."""
+    if not is_repeated(results):
+        return ""
+    per = results.groupby("segment_id", sort=False).size()
+    each = f"{per.min()}" if per.min() == per.max() else f"{per.min()}-{per.max()}"
+    return f", per-segment mean of {each} samples"
+
+
+def score_distribution(results: pd.DataFrame, rubric: Rubric | None = None, *, bin_width: float = 5.0,
+                       simulated: bool | None = None) -> Figure:
+    """Histogram of judged segments' scores (0-100; a repeated run's per-segment means) with the band
+    thresholds marked, bars coloured by band."""
     rubric = _rubric(rubric)
-    scores = pd.to_numeric(judged(results)["score"], errors="coerce").dropna().to_numpy()
+    segments = judged(segment_table(results, rubric))
+    scores = pd.to_numeric(segments["score"], errors="coerce").dropna().to_numpy()
     fig = Figure(figsize=(8, 4), layout="constrained")
     ax = fig.add_subplot()
     edges = np.arange(0.0, 100.0 + bin_width, bin_width)
@@ -39,37 +88,46 @@ def score_distribution(results: pd.DataFrame, rubric: Rubric | None = None, *, b
     ax.bar(lefts, counts, width=bin_width, align="edge", color=colours, edgecolor="white")
     for edge, label in ((rubric.bands.partial, "partial"), (rubric.bands.good, "good")):
         ax.axvline(edge, color="black", linestyle="--", linewidth=1)
-        ax.text(edge + 0.5, ax.get_ylim()[1] * 0.95 if counts.size and counts.max() else 0.95,
-                f"{label} >= {edge:g}", va="top", fontsize=8)
+        # x in data, y as a fraction of the axes: the label stays inside even with no bars at all
+        ax.text(edge + 0.5, 0.97, f"{label} >= {edge:g}", va="top", fontsize=8, transform=ax.get_xaxis_transform())
     ax.set_xlim(0, 100)
-    ax.set_xlabel("score (out of 100)")
+    ax.set_ylim(0, max(1, int(counts.max()) if counts.size else 1) * 1.08)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("score (out of 100)" + (": mean over the segment's samples" if is_repeated(results) else ""))
     ax.set_ylabel("segments")
-    ax.set_title(f"Score distribution ({len(scores)} judged segments, rubric {rubric.label})")
+    ax.set_title(_title(results, f"Score distribution of {len(scores)} judged segments\n"
+                                 f"(rubric {rubric.label}{_basis(results)})", simulated), fontsize=10)
     return fig
 
 
-def dimension_distributions(results: pd.DataFrame) -> Figure:
-    """One bar chart per dimension: how many judged segments got each subscore 0-10 (nulls noted)."""
-    j = judged(results)
+def dimension_distributions(results: pd.DataFrame, rubric: Rubric | None = None, *,
+                            simulated: bool | None = None) -> Figure:
+    """One bar chart per dimension: how many judged segments got each subscore 0-10 (a repeated run's
+    per-segment means, counted at the nearest integer), nulls noted."""
+    segments = judged(segment_table(results, rubric))
     fig = Figure(figsize=(11, 6), layout="constrained")
     axes = fig.subplots(2, 2, sharey=True)
+    edges = np.arange(-0.5, 11.0, 1.0)
     for ax, d in zip(axes.flat, DIMENSIONS, strict=True):
-        values = pd.to_numeric(j[d], errors="coerce")
-        counts = values.dropna().round().astype(int).value_counts().reindex(range(11), fill_value=0)
-        ax.bar(counts.index, counts.to_numpy(), color="#546e7a")
+        values = pd.to_numeric(segments[d], errors="coerce") if d in segments.columns else pd.Series(dtype=float)
+        counts, _ = np.histogram(values.dropna().clip(0, 10).to_numpy(), bins=edges)
+        ax.bar(range(11), counts, color="#546e7a")
         nulls = int(values.isna().sum())
         ax.set_title(d + (f" ({nulls} null: no answer captured)" if nulls else ""), fontsize=10)
         ax.set_xticks(range(11))
-        ax.set_xlabel("subscore")
+        ax.set_xlabel("subscore" + (" (segment mean, nearest integer)" if is_repeated(results) else ""))
     for ax in axes[:, 0]:
         ax.set_ylabel("segments")
-    fig.suptitle("Subscore distribution by dimension (judged segments)")
+    fig.suptitle(_title(results, f"Subscore distribution by dimension (judged segments{_basis(results)})",
+                        simulated))
     return fig
 
 
-def cap_frequencies(results: pd.DataFrame) -> Figure:
-    """Horizontal bars: how often each cap's fact held (triggered) and how often it lowered the score."""
-    table = cap_table(results, allow_mixed=True)
+def cap_frequencies(results: pd.DataFrame, rubric: Rubric | None = None, *,
+                    simulated: bool | None = None) -> Figure:
+    """Horizontal bars: how many judged segments had each cap's fact hold (triggered) and how many had it
+    lower the score (in at least one sample)."""
+    table = cap_table(results, rubric=rubric, allow_mixed=True)
     fig = Figure(figsize=(8, 3.2), layout="constrained")
     ax = fig.add_subplot()
     y = np.arange(len(table))
@@ -79,13 +137,15 @@ def cap_frequencies(results: pd.DataFrame) -> Figure:
     ax.invert_yaxis()
     ax.set_xlabel("judged segments")
     ax.legend(loc="lower right", fontsize=8)
-    ax.set_title("Caps (recovered errors are noted, never penalised)")
+    ax.set_title(_title(results, "Caps (recovered errors are noted, never penalised)", simulated), fontsize=10)
     return fig
 
 
-def verdict_band_heatmap(results: pd.DataFrame) -> Figure:
-    """The judge's own verdict (rows) against the scored band (columns), counts annotated."""
-    table = verdict_crosstab(results, allow_mixed=True).loc[list(BANDS), list(BANDS)]
+def verdict_band_heatmap(results: pd.DataFrame, rubric: Rubric | None = None, *,
+                         simulated: bool | None = None) -> Figure:
+    """The judge's own verdict (rows; a repeated run's modal verdict) against the segment's band
+    (columns), counts of segments annotated."""
+    table = verdict_crosstab(results, rubric=rubric, allow_mixed=True).loc[list(BANDS), list(BANDS)]
     fig = Figure(figsize=(4.8, 4), layout="constrained")
     ax = fig.add_subplot()
     ax.imshow(table.to_numpy(), cmap="Blues")
@@ -94,15 +154,18 @@ def verdict_band_heatmap(results: pd.DataFrame) -> Figure:
             ax.text(k, i, str(int(table.iat[i, k])), ha="center", va="center")
     ax.set_xticks(range(len(BANDS)), BANDS)
     ax.set_yticks(range(len(BANDS)), BANDS)
-    ax.set_xlabel("band (from the score)")
-    ax.set_ylabel("judge verdict")
-    ax.set_title("Judge verdict vs band")
+    repeated = is_repeated(results)
+    ax.set_xlabel("band (of the " + ("per-segment mean " if repeated else "") + "score)")
+    ax.set_ylabel("judge verdict" + (" (modal over samples)" if repeated else ""))
+    ax.set_title(_title(results, "Judge verdict vs band (segments)", simulated), fontsize=10)
     return fig
 
 
-def band_shares_by(results: pd.DataFrame, by: str) -> Figure:
-    """Stacked bars of good / partial / poor shares per value of ``by`` (region, surface, client)."""
-    table = breakdown(results, by, allow_mixed=True)
+def band_shares_by(results: pd.DataFrame, by: str, rubric: Rubric | None = None, *,
+                   simulated: bool | None = None) -> Figure:
+    """Stacked bars of good / partial / poor shares of segments per value of ``by`` (region, surface,
+    client)."""
+    table = breakdown(results, by, rubric=rubric, allow_mixed=True)
     fig = Figure(figsize=(7, 0.5 + 0.45 * max(len(table), 1) + 1), layout="constrained")
     ax = fig.add_subplot()
     left = np.zeros(len(table))
@@ -116,7 +179,31 @@ def band_shares_by(results: pd.DataFrame, by: str) -> Figure:
     ax.set_xlim(0, 1.25)
     ax.set_xlabel("share of judged segments")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=len(BANDS), fontsize=8, frameon=False)
-    ax.set_title(f"Bands by {by}")
+    ax.set_title(_title(results, f"Bands by {by}{_basis(results)}", simulated), fontsize=10)
+    return fig
+
+
+def score_spread(results: pd.DataFrame, rubric: Rubric | None = None, *, simulated: bool | None = None) -> Figure:
+    """Per segment with two or more judged samples: its mean score (x) against the sample SD of its
+    scores (y), band edges marked; segments whose band differs across samples in red."""
+    rubric = _rubric(rubric)
+    segments = judged(segment_table(results, rubric))
+    multi = segments.loc[segments["n_judged"] >= 2]
+    fig = Figure(figsize=(8, 4), layout="constrained")
+    ax = fig.add_subplot()
+    varies = multi["band_varies"].to_numpy(dtype=bool)
+    ax.scatter(multi["score"].to_numpy()[~varies], multi["score_sd"].to_numpy()[~varies], s=14,
+               color="#546e7a", label="same band in every sample")
+    ax.scatter(multi["score"].to_numpy()[varies], multi["score_sd"].to_numpy()[varies], s=14,
+               color="#c62828", label="band varies across samples")
+    for edge in (rubric.bands.partial, rubric.bands.good):
+        ax.axvline(edge, color="black", linestyle="--", linewidth=1)
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("per-segment mean score")
+    ax.set_ylabel("SD of the segment's scores (points)")
+    ax.legend(loc="upper right", fontsize=8)
+    ax.set_title(_title(results, f"Within-segment spread: {len(multi)} segments with 2+ judged samples,\n"
+                                 f"band varies across samples on {int(varies.sum())}", simulated), fontsize=10)
     return fig
 
 
@@ -128,13 +215,49 @@ def save_figure(fig: Figure, path: str | Path, *, dpi: int = 110) -> Path:
     return path
 
 
-def save_standard_figures(results: pd.DataFrame, rubric: Rubric | None, folder: str | Path) -> list[Path]:
-    """Write the headless set of figures into ``folder``: scores, dimensions, caps, verdict vs band."""
+def png_bytes(fig: Figure, *, dpi: int = 110) -> bytes:
+    """``fig`` rendered as PNG bytes, in memory."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, dpi=dpi, format="png")
+    return buffer.getvalue()
+
+
+def embed_png(fig_or_path: Figure | str | Path, *, dpi: int = 110) -> str:
+    """A ``data:image/png;base64,...`` URI of a figure (rendered in memory) or of a saved PNG file.
+
+    Put it in ``<img src="...">`` and the page carries the picture itself: no file beside it.
+    Raises ``ValueError`` naming a file that is not a PNG, ``FileNotFoundError`` for a missing one.
+    """
+    if isinstance(fig_or_path, Figure):
+        data = png_bytes(fig_or_path, dpi=dpi)
+    elif isinstance(fig_or_path, str | Path):
+        path = Path(fig_or_path)
+        data = path.read_bytes()
+        if not data.startswith(PNG_SIGNATURE):
+            raise ValueError(f"{path} is not a PNG file (first bytes {data[:8]!r})")
+    else:
+        raise TypeError(f"embed_png takes a matplotlib Figure or a PNG path, got {type(fig_or_path).__name__}")
+    return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
+
+
+def standard_figures(results: pd.DataFrame, rubric: Rubric | None = None, *,
+                     simulated: bool | None = None) -> dict[str, Figure]:
+    """The headless set of figures by file stem: scores, dimensions, caps, verdict vs band, and, for a
+    repeated run, the within-segment spread."""
+    figures = {
+        "score_distribution": score_distribution(results, rubric, simulated=simulated),
+        "dimensions": dimension_distributions(results, rubric, simulated=simulated),
+        "caps": cap_frequencies(results, rubric, simulated=simulated),
+        "verdict_vs_band": verdict_band_heatmap(results, rubric, simulated=simulated),
+    }
+    if is_repeated(results):
+        figures["score_spread"] = score_spread(results, rubric, simulated=simulated)
+    return figures
+
+
+def save_standard_figures(results: pd.DataFrame, rubric: Rubric | None, folder: str | Path, *,
+                          simulated: bool | None = None) -> list[Path]:
+    """Write :func:`standard_figures` into ``folder`` as ``<stem>.png``; returns the paths."""
     folder = Path(folder)
-    made = [
-        save_figure(score_distribution(results, rubric), folder / "score_distribution.png"),
-        save_figure(dimension_distributions(results), folder / "dimensions.png"),
-        save_figure(cap_frequencies(results), folder / "caps.png"),
-        save_figure(verdict_band_heatmap(results), folder / "verdict_vs_band.png"),
-    ]
-    return made
+    return [save_figure(fig, folder / f"{stem}.png")
+            for stem, fig in standard_figures(results, rubric, simulated=simulated).items()]

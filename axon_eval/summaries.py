@@ -1,10 +1,31 @@
 """Summary tables of an evaluation's results: pure functions of the results DataFrame.
 
-Every function here takes the ``results`` frame of a run (one row per judged segment and sample, as
-written to ``results.parquet`` by :func:`axon_eval.runs.evaluate`) and returns a new DataFrame or a
-plain dict; nothing reads or writes files. Unjudged rows (``status == "unjudged"``) carry ``NaN``
-scores: they are never counted as 0, they are excluded from score statistics and they are listed,
-with their reasons, by :func:`unjudged_table` and in :func:`summarise`.
+Every function here takes the ``results`` frame of a run (as written to ``results.parquet`` by
+:func:`axon_eval.runs.evaluate`) and returns a new DataFrame or a plain dict; nothing reads or writes
+files.
+
+**The unit is the segment, not the sample.** A ``repeat(<spec>, n)`` run keeps one results row per
+(segment, sample); an ensemble keeps one row per segment. Every count, share and score statistic here is
+over *segments*, computed from :func:`segment_table`, which collapses a segment's samples into one row:
+
+* a segment is **judged** when at least one of its samples is judged; it is **unjudged** when none is
+  (its reason is the first sample's error). A failed sample of a judged segment is a *failed sample*:
+  listed, never counted as 0, and left out of the segment's mean;
+* the segment's ``score`` (and each dimension) is the **mean over its judged samples**; its spread is
+  the sample standard deviation ``score_sd`` (``ddof=1``; undefined, ``NaN``, with fewer than two judged
+  samples) and the range ``score_range = score_max - score_min``;
+* the segment's ``band`` is the band of its mean score rounded to 0.1, using the rubric's band edges
+  (with one judged sample it is that sample's own stored band); ``band_varies`` says the judged samples'
+  bands are not all the same;
+* the segment's ``judge_verdict`` is the modal verdict of its judged samples (a tie goes to the worse
+  band, as an ensemble's majority does); ``verdict_matches_band`` compares it with the segment's band,
+  and ``verdict_agreement`` is the share of its judged samples whose own verdict equals their own band.
+
+With one sample per segment every number equals the plain per-row one.
+
+Unjudged rows (``status == "unjudged"``) carry ``NaN`` scores: they are never counted as 0, they are
+excluded from score statistics and they are listed, with their reasons, by :func:`unjudged_table` and in
+:func:`summarise`.
 
 Results from different judges or rubrics are never silently mixed: :func:`summarise` (and every
 function that aggregates scores) raises :class:`MixedResultsError` when the frame holds more than one
@@ -20,11 +41,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .rubric import BANDS, CAP_FACTS, DIMENSIONS
+from .rubric import BANDS, CAP_FACTS, DIMENSIONS, Rubric
 from .scoring import f_describe
 
-#: Status values of a results row.
+#: Status values of a results row (and of a segment).
 JUDGED, UNJUDGED = "judged", "unjudged"
+#: Substrings of a judge id that mark a simulated judge (its verdicts are not a real model's).
+SIMULATED_MARKERS: tuple[str, ...] = ("noise(", "simulated(")
+#: Bands from worst to best: a tie between verdicts goes to the first.
+_WORST_FIRST: tuple[str, ...] = tuple(reversed(BANDS))
+#: Columns that are constant within a segment: copied from its first results row.
+_SEGMENT_CONSTANTS: tuple[str, ...] = (
+    "turn_id", "segment_index", "n_segments", "captured_at", "region", "surface", "client", "question",
+    "answer_captured", *CAP_FACTS, "recovered_errors", "n_steps", "n_sql_executed", "judge_id", "model",
+    "prompt_version", "rubric_id", "view_sha256",
+)
 
 
 class MixedResultsError(ValueError):
@@ -35,6 +66,18 @@ def _ids(results: pd.DataFrame, column: str) -> list[str]:
     if column not in results.columns:
         return []
     return sorted(str(v) for v in results[column].dropna().unique())
+
+
+def is_simulated_judge(judge_ids: str | Iterable[str] | None) -> bool:
+    """True when any of ``judge_ids`` names a simulated judge (contains ``noise(`` or ``simulated(``).
+
+    A simulated judge's verdicts are generated noise around another judge's, not a model's grading;
+    every summary, figure and report of its runs says so.
+    """
+    if judge_ids is None:
+        return False
+    ids = [judge_ids] if isinstance(judge_ids, str) else list(judge_ids)
+    return any(marker in str(j) for j in ids for marker in SIMULATED_MARKERS)
 
 
 def check_homogeneous(results: pd.DataFrame, *, allow_mixed: bool = False) -> str | None:
@@ -59,12 +102,12 @@ def check_homogeneous(results: pd.DataFrame, *, allow_mixed: bool = False) -> st
 
 
 def judged(results: pd.DataFrame) -> pd.DataFrame:
-    """The rows that carry a score (``status == "judged"``)."""
+    """The rows that carry a score (``status == "judged"``); of a results or a segment table."""
     return results.loc[results["status"] == JUDGED]
 
 
 def unjudged(results: pd.DataFrame) -> pd.DataFrame:
-    """The rows without a score (judge error or unusable verdict)."""
+    """The rows without a score (judge error or unusable verdict); of a results or a segment table."""
     return results.loc[results["status"] != JUDGED]
 
 
@@ -77,13 +120,155 @@ def split_caps(value: Any) -> list[str]:
     return [str(c) for c in value]
 
 
-def band_table(results: pd.DataFrame, *, allow_mixed: bool = False) -> pd.DataFrame:
-    """Counts and shares of good / partial / poor among judged rows (index: band, in that order).
+def _union_caps(values: Iterable[Any]) -> str:
+    """``;``-joined union of applied caps, in rubric order (unknown names after, sorted)."""
+    seen: set[str] = set()
+    for v in values:
+        seen.update(split_caps(v))
+    ordered = [c for c in CAP_FACTS if c in seen] + sorted(seen.difference(CAP_FACTS))
+    return ";".join(ordered)
 
-    Shares are of the judged rows; the unjudged are not a band and are reported separately.
+
+# -- one row per segment --------------------------------------------------------------------------
+def samples_per_segment(results: pd.DataFrame) -> pd.Series:
+    """Results rows per segment id (1 everywhere for a single-sample or ensemble run)."""
+    if results.empty:
+        return pd.Series(dtype="int64", name="n_samples")
+    return results.groupby("segment_id", sort=False).size().rename("n_samples")
+
+
+def is_repeated(results: pd.DataFrame) -> bool:
+    """True when some segment has more than one results row (a ``repeat(...)`` run)."""
+    return bool(len(results)) and not results["segment_id"].is_unique
+
+
+def _require(results: pd.DataFrame, columns: Sequence[str]) -> None:
+    missing = [c for c in columns if c not in results.columns]
+    if missing:
+        raise ValueError(f"results frame lacks columns {missing}; has {list(results.columns)}")
+
+
+def segment_table(results: pd.DataFrame, rubric: Rubric | None = None) -> pd.DataFrame:
+    """One row per segment (first-appearance order), its samples collapsed as the module docstring says.
+
+    Columns: ``segment_id``; the per-segment constants present in ``results`` (``turn_id``, ``region``,
+    ``question``, trajectory facts, ``judge_id``, ``rubric_id``, ...); ``n_samples`` (results rows),
+    ``n_judged`` (judged samples), ``n_failed`` (unjudged samples), ``status`` (``judged`` when
+    ``n_judged >= 1``), ``error`` (an unjudged segment's reason: its first sample's error); the four
+    dimensions and ``raw_score``/``score`` as means over the judged samples; ``score_sd``, ``score_min``,
+    ``score_max``, ``score_range``; ``band`` (of the mean score), ``band_varies``; ``judge_verdict``
+    (modal), ``verdict_matches_band``, ``verdict_agreement`` (share of samples); ``caps_applied`` (the
+    caps that lowered the score in at least one judged sample); ``notes`` and ``sample_index`` of the
+    segment's lowest-scoring judged sample (its first sample when unjudged), the one shown as its
+    example.
+
+    ``rubric`` gives the band edges for the mean of several samples (default: the packaged default
+    rubric); with one judged sample the stored band is kept.
+    """
+    _require(results, ["segment_id", "status", "score", "band"])
+    edges = (rubric if rubric is not None else Rubric.default()).bands
+    frame = results.reset_index(drop=True)
+    status = frame["status"].astype("string")
+    is_judged = (status == JUDGED).fillna(False).to_numpy(dtype=bool)
+    scores = pd.to_numeric(frame["score"], errors="coerce")
+    seg = frame["segment_id"]
+
+    # The example sample of each segment: lowest judged score first, then input order.
+    order_key = pd.DataFrame({"seg": seg, "unjudged": ~is_judged, "score": scores.fillna(np.inf),
+                              "pos": np.arange(len(frame))})
+    example_pos = (order_key.sort_values(["unjudged", "score", "pos"], kind="stable")
+                   .drop_duplicates("seg")["pos"])
+    first_pos = order_key.drop_duplicates("seg")["pos"]
+    first = frame.iloc[first_pos.to_numpy()].set_index("segment_id")
+    example = frame.iloc[example_pos.to_numpy()].set_index("segment_id").reindex(first.index)
+
+    out = pd.DataFrame(index=first.index)
+    for c in _SEGMENT_CONSTANTS:
+        if c in frame.columns:
+            out[c] = first[c]
+    n_samples = seg.value_counts(sort=False).reindex(first.index)
+    j = frame.loc[is_judged]
+    gj = j.groupby("segment_id", sort=False)
+    n_judged = gj.size().reindex(first.index, fill_value=0).astype("int64")
+    out["n_samples"] = n_samples.astype("int64")
+    out["n_judged"] = n_judged
+    out["n_failed"] = out["n_samples"] - out["n_judged"]
+    out["status"] = np.where(n_judged.to_numpy() > 0, JUDGED, UNJUDGED)
+    error = first["error"] if "error" in first.columns else pd.Series(None, index=first.index, dtype=object)
+    out["error"] = error.where(out["status"] == UNJUDGED, None).astype(object)
+
+    value_cols = [c for c in (*DIMENSIONS, "raw_score", "score") if c in frame.columns]
+    numeric = j[["segment_id"]].assign(**{c: pd.to_numeric(j[c], errors="coerce") for c in value_cols})
+    means = numeric.groupby("segment_id", sort=False)[value_cols].mean().reindex(first.index)
+    for c in value_cols:
+        out[c] = means[c].astype("float64")
+    js = numeric.groupby("segment_id", sort=False)["score"]
+    out["score_sd"] = js.std(ddof=1).reindex(first.index).astype("float64")
+    out["score_min"] = js.min().reindex(first.index).astype("float64")
+    out["score_max"] = js.max().reindex(first.index).astype("float64")
+    out["score_range"] = out["score_max"] - out["score_min"]
+
+    stored_band = example["band"].astype(object)
+    mean_rounded = out["score"].round(1)
+    computed = np.where(mean_rounded >= edges.good, "good", np.where(mean_rounded >= edges.partial, "partial", "poor"))
+    out["band"] = np.where(n_judged.to_numpy() == 1, stored_band.to_numpy(),
+                           np.where(n_judged.to_numpy() > 1, computed, None))
+    out["band"] = out["band"].astype(object).where(out["status"] == JUDGED, None)
+    out["band_varies"] = (gj["band"].nunique(dropna=True).reindex(first.index, fill_value=0) > 1).astype(bool)
+
+    if "judge_verdict" in frame.columns and len(j):
+        out["judge_verdict"] = _modal_verdicts(j["segment_id"], j["judge_verdict"], first.index)
+        verdicts = j["judge_verdict"].astype("string")
+        agrees = (verdicts == j["band"].astype("string")).fillna(False).astype(float)
+        out["verdict_agreement"] = (agrees.groupby(j["segment_id"], sort=False).mean()
+                                    .reindex(first.index).astype("float64"))
+    else:
+        out["judge_verdict"] = None
+        out["verdict_agreement"] = np.nan
+    matches = pd.Series(pd.NA, index=first.index, dtype="boolean")
+    known = out["judge_verdict"].notna() & out["band"].notna()
+    matches[known] = (out.loc[known, "judge_verdict"] == out.loc[known, "band"]).to_numpy()
+    out["verdict_matches_band"] = matches
+
+    if "caps_applied" in frame.columns:
+        single = n_samples.to_numpy() == 1
+        caps = example["caps_applied"].where(out["status"] == JUDGED, "").astype(object)
+        if not single.all():
+            unions = gj["caps_applied"].agg(_union_caps).reindex(first.index)
+            caps = caps.where(single, unions.fillna(""))
+        out["caps_applied"] = caps.fillna("")
+    for c in ("notes", "explanation", "sample_index"):
+        if c in frame.columns:
+            out[c] = example[c]
+    return out.reset_index()
+
+
+def _modal_verdicts(segment_ids: pd.Series, verdicts: pd.Series, index: pd.Index) -> pd.Series:
+    """Per segment of ``index``: the most frequent verdict (ties -> the worse band; ``None`` when the
+    segment has no verdict). Vectorised: one count matrix of segments x bands."""
+    seg_code = index.get_indexer(segment_ids)
+    band_code = pd.Categorical(verdicts.astype(object), categories=list(_WORST_FIRST)).codes
+    keep = (seg_code >= 0) & (band_code >= 0)
+    counts = np.zeros((len(index), len(_WORST_FIRST)), dtype=np.int64)
+    np.add.at(counts, (seg_code[keep], band_code[keep]), 1)
+    modal = np.array(_WORST_FIRST, dtype=object)[counts.argmax(axis=1)]  # argmax: first max = worst
+    modal[counts.sum(axis=1) == 0] = None
+    return pd.Series(modal, index=index, dtype=object)
+
+
+def _segments(results: pd.DataFrame, rubric: Rubric | None) -> pd.DataFrame:
+    return segment_table(results, rubric) if len(results) else segment_table(results.iloc[:0], rubric)
+
+
+# -- tables over segments ---------------------------------------------------------------------------
+def band_table(results: pd.DataFrame, *, rubric: Rubric | None = None, allow_mixed: bool = False) -> pd.DataFrame:
+    """Counts and shares of good / partial / poor among judged segments (index: band, in that order).
+
+    A segment's band is the band of its mean score (see the module docstring). Shares are of the judged
+    segments; the unjudged are not a band and are reported separately.
     """
     check_homogeneous(results, allow_mixed=allow_mixed)
-    j = judged(results)
+    j = judged(_segments(results, rubric))
     counts = j["band"].astype("string").value_counts().reindex(list(BANDS), fill_value=0).astype(int)
     n = int(counts.sum())
     shares = counts / n if n else counts.astype(float) * np.nan
@@ -92,16 +277,17 @@ def band_table(results: pd.DataFrame, *, allow_mixed: bool = False) -> pd.DataFr
     return out
 
 
-def perfect_scores(results: pd.DataFrame, *, top: float = 100.0) -> pd.DataFrame:
-    """Judged rows whose score equals ``top`` (100 by default)."""
-    j = judged(results)
-    cols = [c for c in ("segment_id", "turn_id", "region", "surface", "client", "question", "score")
+def perfect_scores(results: pd.DataFrame, *, top: float = 100.0, rubric: Rubric | None = None) -> pd.DataFrame:
+    """Judged segments whose (mean) score equals ``top`` (100 by default)."""
+    j = judged(_segments(results, rubric))
+    cols = [c for c in ("segment_id", "turn_id", "region", "surface", "client", "question", "score", "n_judged")
             if c in j.columns]
     return j.loc[j["score"] == top, cols].reset_index(drop=True)
 
 
 def score_reason(row: Mapping[str, Any]) -> str:
-    """Why a row scored what it did, in one sentence: the binding cap, else the weakest dimension."""
+    """Why a row (or segment) scored what it did, in one sentence: the binding cap, else the weakest
+    dimension."""
     if row.get("status") != JUDGED:
         return f"unjudged: {row.get('error')}"
     notes = str(row.get("notes") or "")
@@ -122,27 +308,30 @@ def score_reason(row: Mapping[str, Any]) -> str:
     return f"{cap_part}; weakest dimension {weakest} = {observed[weakest]:g}"
 
 
-def lowest_scores(results: pd.DataFrame, n: int = 1, *, allow_mixed: bool = False) -> pd.DataFrame:
-    """The ``n`` lowest-scoring judged rows with the cap or reason behind each (ties: input order)."""
+def lowest_scores(results: pd.DataFrame, n: int = 1, *, rubric: Rubric | None = None,
+                  allow_mixed: bool = False) -> pd.DataFrame:
+    """The ``n`` lowest-scoring judged segments (mean score) with the cap or reason behind each (ties:
+    input order)."""
     check_homogeneous(results, allow_mixed=allow_mixed)
-    j = judged(results)
+    j = judged(_segments(results, rubric))
     worst = j.sort_values("score", kind="stable").head(n)
-    cols = [c for c in ("segment_id", "turn_id", "question", "score", "band", "caps_applied")
-            if c in worst.columns]
+    cols = [c for c in ("segment_id", "turn_id", "question", "score", "score_sd", "n_judged", "band",
+                        "caps_applied") if c in worst.columns]
     out = worst.loc[:, cols].copy()
     out["reason"] = [score_reason(r) for r in worst.to_dict("records")]
     return out.reset_index(drop=True)
 
 
-def cap_table(results: pd.DataFrame, *, allow_mixed: bool = False) -> pd.DataFrame:
-    """How often each cap was triggered (its fact held) and applied (it lowered the score), judged rows.
+def cap_table(results: pd.DataFrame, *, rubric: Rubric | None = None, allow_mixed: bool = False) -> pd.DataFrame:
+    """How often each cap was triggered (its fact held) and applied (it lowered the score in at least one
+    judged sample), over judged segments.
 
     Index: the cap facts in rubric order; columns ``triggered``, ``applied``, ``share_applied``
-    (of judged rows), plus a ``recovered_errors`` row counting turns whose recovered errors were noted
-    (never penalised).
+    (of judged segments), plus a ``recovered_errors`` row counting segments whose recovered errors were
+    noted (never penalised).
     """
     check_homogeneous(results, allow_mixed=allow_mixed)
-    j = judged(results)
+    j = judged(_segments(results, rubric))
     n = len(j)
     applied_lists = [split_caps(v) for v in j.get("caps_applied", pd.Series(dtype=object))]
     rows = []
@@ -158,10 +347,12 @@ def cap_table(results: pd.DataFrame, *, allow_mixed: bool = False) -> pd.DataFra
     return out
 
 
-def verdict_crosstab(results: pd.DataFrame, *, allow_mixed: bool = False) -> pd.DataFrame:
-    """Judge's own verdict (rows) against the scored band (columns), judged rows, with totals."""
+def verdict_crosstab(results: pd.DataFrame, *, rubric: Rubric | None = None,
+                     allow_mixed: bool = False) -> pd.DataFrame:
+    """Judge's own (modal) verdict (rows) against the segment's band (columns), judged segments, with
+    totals."""
     check_homogeneous(results, allow_mixed=allow_mixed)
-    j = judged(results)
+    j = judged(_segments(results, rubric))
     verdict = pd.Categorical(j["judge_verdict"].astype("string"), categories=list(BANDS))
     band = pd.Categorical(j["band"].astype("string"), categories=list(BANDS))
     table = pd.crosstab(pd.Series(verdict, name="judge_verdict"), pd.Series(band, name="band"),
@@ -169,16 +360,20 @@ def verdict_crosstab(results: pd.DataFrame, *, allow_mixed: bool = False) -> pd.
     return table
 
 
-def verdict_agreement(results: pd.DataFrame) -> float:
-    """Share of judged rows whose judge verdict equals the band (NaN when none are judged)."""
-    j = judged(results)
-    if j.empty:
+def verdict_agreement(results: pd.DataFrame, *, rubric: Rubric | None = None) -> float:
+    """Share of judged segments whose (modal) judge verdict equals the band of their (mean) score
+    (NaN when none are judged)."""
+    j = judged(_segments(results, rubric))
+    known = j.loc[j["judge_verdict"].notna()] if "judge_verdict" in j.columns else j.iloc[:0]
+    if known.empty:
         return float("nan")
-    return float((j["judge_verdict"].astype("string") == j["band"].astype("string")).mean())
+    return float((known["judge_verdict"].astype("string") == known["band"].astype("string")).mean())
 
 
-def breakdown(results: pd.DataFrame, by: str | Sequence[str], *, allow_mixed: bool = False) -> pd.DataFrame:
-    """Per group: segments, judged, unjudged, mean/min score and band shares (of the judged).
+def breakdown(results: pd.DataFrame, by: str | Sequence[str], *, rubric: Rubric | None = None,
+              allow_mixed: bool = False) -> pd.DataFrame:
+    """Per group: segments, judged, unjudged, mean/min of the segments' (mean) scores and band shares
+    (of the judged segments).
 
     ``by`` is a column name (``region``, ``surface``, ``client``) or a list of them.
     """
@@ -187,8 +382,9 @@ def breakdown(results: pd.DataFrame, by: str | Sequence[str], *, allow_mixed: bo
     missing = [k for k in keys if k not in results.columns]
     if missing:
         raise ValueError(f"cannot break down by {missing}: not a results column; have {list(results.columns)}")
+    segments = _segments(results, rubric)
     rows = []
-    for key, group in results.groupby(keys, sort=True, dropna=False):
+    for key, group in segments.groupby(keys, sort=True, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
         g = judged(group)
         row = dict(zip(keys, key, strict=True))
@@ -199,16 +395,20 @@ def breakdown(results: pd.DataFrame, by: str | Sequence[str], *, allow_mixed: bo
         for b in BANDS:
             row[f"share_{b}"] = float((bands == b).mean()) if len(g) else np.nan
         rows.append(row)
+    if not rows:
+        return pd.DataFrame(columns=[*keys, "segments", "judged", "unjudged", "mean_score", "min_score",
+                                     *(f"share_{b}" for b in BANDS)]).set_index(keys)
     return pd.DataFrame(rows).set_index(keys)
 
 
-def dimension_table(results: pd.DataFrame, *, allow_mixed: bool = False) -> pd.DataFrame:
-    """Per dimension over judged rows: observed count, nulls, mean, median, min, max."""
+def dimension_table(results: pd.DataFrame, *, rubric: Rubric | None = None, allow_mixed: bool = False) -> pd.DataFrame:
+    """Per dimension over judged segments (each segment's mean over its judged samples): observed count,
+    nulls, mean, median, min, max."""
     check_homogeneous(results, allow_mixed=allow_mixed)
-    j = judged(results)
+    j = judged(_segments(results, rubric))
     rows = []
     for d in DIMENSIONS:
-        s = pd.to_numeric(j[d], errors="coerce")
+        s = pd.to_numeric(j[d], errors="coerce") if d in j.columns else pd.Series(dtype=float)
         rows.append({"dimension": d, "observed": int(s.notna().sum()), "null": int(s.isna().sum()),
                      "mean": float(s.mean()) if s.notna().any() else np.nan,
                      "median": float(s.median()) if s.notna().any() else np.nan,
@@ -217,17 +417,34 @@ def dimension_table(results: pd.DataFrame, *, allow_mixed: bool = False) -> pd.D
     return pd.DataFrame(rows).set_index("dimension")
 
 
-def worst_segments(results: pd.DataFrame, n: int = 5, *, allow_mixed: bool = False) -> pd.DataFrame:
-    """The ``n`` lowest-scoring judged rows, all columns, lowest first (ties: input order)."""
+def worst_segments(results: pd.DataFrame, n: int = 5, *, rubric: Rubric | None = None,
+                   allow_mixed: bool = False) -> pd.DataFrame:
+    """The ``n`` lowest-scoring judged segments (rows of :func:`segment_table`), lowest first (ties:
+    input order). ``sample_index`` names the segment's lowest-scoring sample."""
     check_homogeneous(results, allow_mixed=allow_mixed)
-    return judged(results).sort_values("score", kind="stable").head(n).reset_index(drop=True)
+    return judged(_segments(results, rubric)).sort_values("score", kind="stable").head(n).reset_index(drop=True)
 
 
 def unjudged_table(results: pd.DataFrame) -> pd.DataFrame:
-    """Every unjudged row with its reason (the judge error). Never scored, never hidden."""
-    u = unjudged(results)
-    cols = [c for c in ("segment_id", "turn_id", "sample_index", "judge_id", "error") if c in u.columns]
+    """Every unjudged segment (no judged sample) with its reason. Never scored, never hidden."""
+    u = unjudged(_segments(results, None))
+    cols = [c for c in ("segment_id", "turn_id", "n_samples", "judge_id", "error") if c in u.columns]
     return u.loc[:, cols].reset_index(drop=True)
+
+
+def failed_samples_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Every unjudged sample of a segment that other samples did judge, with its reason.
+
+    Such a sample is left out of its segment's mean (never a 0); with one sample per segment this table
+    is empty.
+    """
+    if results.empty:
+        return pd.DataFrame(columns=["segment_id", "sample_index", "error"])
+    status = results["status"].astype("string")
+    judged_segments = set(results.loc[status == JUDGED, "segment_id"])
+    rows = results.loc[(status != JUDGED) & results["segment_id"].isin(judged_segments)]
+    cols = [c for c in ("segment_id", "turn_id", "sample_index", "judge_id", "error") if c in rows.columns]
+    return rows.loc[:, cols].reset_index(drop=True)
 
 
 def invalid_table(invalid: Iterable[Any]) -> pd.DataFrame:
@@ -240,8 +457,12 @@ def invalid_table(invalid: Iterable[Any]) -> pd.DataFrame:
 
 
 def _clean(value: Any) -> Any:
+    if value is None or value is pd.NA:
+        return None
     if isinstance(value, float | np.floating) and math.isnan(value):
         return None
+    if isinstance(value, np.bool_):
+        return bool(value)
     if isinstance(value, np.integer):
         return int(value)
     if isinstance(value, np.floating):
@@ -249,72 +470,165 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def summarise(results: pd.DataFrame, *, invalid: Iterable[Any] = (), allow_mixed: bool = False,
-              top: float = 100.0) -> dict[str, Any]:
-    """Headline summary of a results frame as a plain (JSON-serialisable) dict.
+def _stats(values: pd.Series) -> dict[str, Any]:
+    return {"mean": _clean(values.mean()), "median": _clean(values.median()),
+            "min": _clean(values.min()), "max": _clean(values.max())}
 
-    Keys: ``segments`` (distinct segment ids), ``rows`` (results rows: one per segment and judge
-    sample), ``judged`` / ``unjudged`` (rows), ``invalid``, ``band_counts``, ``band_shares`` (of
-    judged), ``score`` (mean / median / min / max), ``n_top`` (rows scoring ``top``), ``lowest``
-    (segment, score, reason), ``verdict_agreement``, ``judge_ids``, ``rubric_ids``, ``mixed`` (a
-    warning sentence or ``None``), ``unjudged_items`` and ``invalid_items`` (every one, with reasons).
 
-    Raises :class:`MixedResultsError` when judge ids or rubric ids differ, unless ``allow_mixed``.
+def summarise(results: pd.DataFrame, *, invalid: Iterable[Any] = (), rubric: Rubric | None = None,
+              allow_mixed: bool = False, top: float = 100.0) -> dict[str, Any]:
+    """Headline summary of a results frame as a plain (JSON-serialisable) dict, counting segments.
+
+    Keys (a *segment* is one evaluated question; a *sample* one results row of it):
+
+    ``segments``            distinct segment ids
+    ``rows``                results rows (one per segment and judge sample)
+    ``samples_per_segment`` ``{"min", "max", "mean"}`` results rows per segment
+    ``repeated``            True when some segment has several samples (scores are then per-segment means)
+    ``judged`` / ``unjudged`` segments with at least one / no judged sample
+    ``failed_samples``      unjudged samples of judged segments (left out of their segment's mean)
+    ``invalid``             invalid input line records
+    ``band_counts`` / ``band_shares``  segments per band of the (mean) score; shares of the judged segments
+    ``band_varies``         ``{"count", "share", "of"}``: segments whose judged samples' bands differ, of
+                            the ``of`` segments with two or more judged samples (share ``None`` when none)
+    ``score``               mean / median / min / max of the segments' (mean) scores
+    ``spread``              within-segment spread over segments with two or more judged samples:
+                            ``sd_mean``, ``sd_median``, ``sd_max`` (sample SD of a segment's scores),
+                            ``range_mean``, ``range_max``; ``None`` without such segments
+    ``n_top``               judged segments whose (mean) score equals ``top``
+    ``lowest``              the lowest segment: id, score, reason
+    ``verdict_agreement``   share of judged segments whose modal verdict equals their band
+    ``verdict_agreement_samples``  mean over judged segments of the share of their samples whose
+                            verdict equals their own band
+    ``band_edges``          ``{"good", "partial", "rubric"}`` edges used for the band of a mean
+    ``judge_ids``, ``rubric_ids``, ``simulated`` (a simulated judge), ``mixed`` (a warning or ``None``),
+    ``notes``               caveats in words (e.g. band edges taken from another rubric than the results')
+    ``unjudged_items``      every unjudged segment with its reason
+    ``failed_sample_items`` every failed sample of a judged segment with its reason
+    ``invalid_items``       every invalid input line with its reason
+
+    ``rubric`` supplies the band edges for the mean of several samples (default: the packaged default
+    rubric). Raises :class:`MixedResultsError` when judge ids or rubric ids differ, unless
+    ``allow_mixed``.
     """
     warning = check_homogeneous(results, allow_mixed=allow_mixed)
-    j = judged(results)
-    bands = band_table(results, allow_mixed=True)
+    rubric_used = rubric if rubric is not None else Rubric.default()
+    segments = _segments(results, rubric_used)
+    j = judged(segments)
     scores = pd.to_numeric(j["score"], errors="coerce")
-    low = lowest_scores(results, 1, allow_mixed=True)
+    counts = j["band"].astype("string").value_counts().reindex(list(BANDS), fill_value=0).astype(int)
+    n_judged = len(j)
+    per_segment = segments["n_samples"] if len(segments) else pd.Series(dtype="int64")
+    multi = j.loc[j["n_judged"] >= 2]
     invalid_rows = invalid_table(invalid)
-    n_segments = int(results["segment_id"].nunique()) if "segment_id" in results.columns else len(results)
+    rubric_ids = _ids(results, "rubric_id")
+    notes: list[str] = []
+    repeated = bool(len(per_segment)) and int(per_segment.max()) > 1
+    if len(multi) and rubric_ids and rubric_used.id not in rubric_ids:
+        notes.append(f"bands of per-segment mean scores use the edges of rubric {rubric_used.label} "
+                     f"(good >= {rubric_used.bands.good:g}, partial >= {rubric_used.bands.partial:g}); "
+                     f"the results were scored under {', '.join(rubric_ids)}")
+    low = lowest_scores(results, 1, rubric=rubric_used, allow_mixed=True) if n_judged else pd.DataFrame()
+    verdicts_known = j["judge_verdict"].notna() if "judge_verdict" in j.columns else pd.Series(dtype=bool)
+    agreement = (j["judge_verdict"].astype("string") == j["band"].astype("string")).fillna(False)
+    judge_ids = _ids(results, "judge_id")
     return {
-        "segments": n_segments,
+        "segments": len(segments),
         "rows": len(results),
-        "judged": len(j),
-        "unjudged": len(results) - len(j),
+        "samples_per_segment": {"min": _clean(per_segment.min()) if len(per_segment) else None,
+                                "max": _clean(per_segment.max()) if len(per_segment) else None,
+                                "mean": _clean(per_segment.mean()) if len(per_segment) else None},
+        "repeated": repeated,
+        "judged": n_judged,
+        "unjudged": len(segments) - n_judged,
+        "failed_samples": int(j["n_failed"].sum()) if n_judged else 0,
         "invalid": len(invalid_rows),
-        "band_counts": {b: int(bands.loc[b, "count"]) for b in BANDS},
-        "band_shares": {b: _clean(bands.loc[b, "share"]) for b in BANDS},
-        "score": {"mean": _clean(scores.mean()), "median": _clean(scores.median()),
-                  "min": _clean(scores.min()), "max": _clean(scores.max())},
+        "band_counts": {b: int(counts[b]) for b in BANDS},
+        "band_shares": {b: (float(counts[b] / n_judged) if n_judged else None) for b in BANDS},
+        "band_varies": {"count": int(multi["band_varies"].sum()),
+                        "share": _clean(multi["band_varies"].mean()) if len(multi) else None,
+                        "of": len(multi)},
+        "score": _stats(scores),
+        "spread": (None if multi.empty else {
+            "sd_mean": _clean(multi["score_sd"].mean()), "sd_median": _clean(multi["score_sd"].median()),
+            "sd_max": _clean(multi["score_sd"].max()), "range_mean": _clean(multi["score_range"].mean()),
+            "range_max": _clean(multi["score_range"].max())}),
         "n_top": int((scores == top).sum()),
         "lowest": ({k: _clean(v) for k, v in low.iloc[0].to_dict().items()} if len(low) else None),
-        "verdict_agreement": _clean(verdict_agreement(results)),
-        "judge_ids": _ids(results, "judge_id"),
-        "rubric_ids": _ids(results, "rubric_id"),
+        "verdict_agreement": _clean(agreement[verdicts_known].mean()) if verdicts_known.any() else None,
+        "verdict_agreement_samples": _clean(j["verdict_agreement"].mean()) if n_judged else None,
+        "band_edges": {"good": float(rubric_used.bands.good), "partial": float(rubric_used.bands.partial),
+                       "rubric": rubric_used.label},
+        "judge_ids": judge_ids,
+        "rubric_ids": rubric_ids,
+        "simulated": is_simulated_judge(judge_ids),
         "mixed": warning,
+        "notes": notes,
         "unjudged_items": [{k: _clean(v) for k, v in r.items()} for r in unjudged_table(results).to_dict("records")],
+        "failed_sample_items": [{k: _clean(v) for k, v in r.items()}
+                                for r in failed_samples_table(results).to_dict("records")],
         "invalid_items": [{k: _clean(v) for k, v in r.items()} for r in invalid_rows.to_dict("records")],
     }
 
 
+def _share(value: float | None, digits: int = 0) -> str:
+    return "" if value is None else f" ({value:.{digits}%})"
+
+
 def format_summary(summary: Mapping[str, Any]) -> str:
-    """Plain-text rendering of :func:`summarise` output (what the CLI prints)."""
+    """Plain-text rendering of :func:`summarise` output (what the CLI prints); counts are segments."""
     lines = []
     if summary.get("mixed"):
         lines.append(f"WARNING: {summary['mixed']}")
-    rows = summary.get("rows", summary["segments"])
-    samples = f" ({rows} results: several judge samples per segment)" if rows != summary["segments"] else ""
-    lines.append(f"segments: {summary['segments']}{samples}  judged: {summary['judged']}  "
-                 f"unjudged: {summary['unjudged']}  invalid input lines: {summary['invalid']}")
-    parts = []
-    for b in BANDS:
-        share = summary["band_shares"][b]
-        parts.append(f"{b} {summary['band_counts'][b]}" + (f" ({share:.0%})" if share is not None else ""))
-    lines.append("bands: " + ", ".join(parts))
+    if summary.get("simulated"):
+        lines.append("SIMULATED judge: these verdicts are generated noise around another judge's, "
+                     "not a real model's grading")
+    n_segments = summary["segments"]
+    rows = summary.get("rows", n_segments)
+    per = summary.get("samples_per_segment") or {}
+    samples = ""
+    if rows != n_segments:
+        lo, hi = per.get("min"), per.get("max")
+        each = f"{lo}" if lo == hi else f"{lo}-{hi}"
+        samples = (f" x {each} judge samples ({rows} results rows: several judge samples per segment; "
+                   "scores are per-segment means)")
+    failed = summary.get("failed_samples", 0)
+    lines.append(f"segments: {n_segments}{samples}  judged: {summary['judged']}  "
+                 f"unjudged: {summary['unjudged']}" + (f"  failed samples: {failed}" if failed else "")
+                 + f"  invalid input lines: {summary['invalid']}")
+    parts = [f"{b} {summary['band_counts'][b]}" + _share(summary["band_shares"][b]) for b in BANDS]
+    basis = " (band of each segment's mean score)" if summary.get("repeated") else ""
+    lines.append("bands: " + ", ".join(parts) + basis)
+    varies = summary.get("band_varies") or {}
+    if varies.get("of"):
+        lines.append(f"band varies across samples: {varies['count']} of {varies['of']} segments"
+                     + _share(varies.get("share")))
     s = summary["score"]
     if s["mean"] is not None:
-        lines.append(f"score: mean {s['mean']:.1f}, median {s['median']:.1f}, min {s['min']:.1f}, "
-                     f"max {s['max']:.1f}; {summary['n_top']} scored 100")
+        what = "per-segment mean score" if summary.get("repeated") else "score"
+        lines.append(f"{what}: mean {s['mean']:.1f}, median {s['median']:.1f}, min {s['min']:.1f}, "
+                     f"max {s['max']:.1f}; {summary['n_top']} segment(s) scored 100")
+    spread = summary.get("spread")
+    if spread:
+        lines.append(f"within-segment spread: SD mean {spread['sd_mean']:.2f} (median {spread['sd_median']:.2f}, "
+                     f"max {spread['sd_max']:.2f}); range mean {spread['range_mean']:.1f} "
+                     f"(max {spread['range_max']:.1f}) points")
     if summary.get("lowest"):
         lo = summary["lowest"]
         lines.append(f"lowest: {lo['segment_id']} scored {lo['score']:.1f}: {lo['reason']}")
     if summary.get("verdict_agreement") is not None:
-        lines.append(f"judge verdict equals band on {summary['verdict_agreement']:.0%} of judged segments")
+        line = f"judge verdict equals band on {summary['verdict_agreement']:.0%} of judged segments"
+        if summary.get("repeated") and summary.get("verdict_agreement_samples") is not None:
+            line += (f" (modal verdict vs band of the mean; per sample, on average "
+                     f"{summary['verdict_agreement_samples']:.0%} of a segment's samples)")
+        lines.append(line)
     lines.append(f"judge: {', '.join(summary['judge_ids']) or '-'}   rubric: {', '.join(summary['rubric_ids']) or '-'}")
+    for note in summary.get("notes") or ():
+        lines.append(f"note: {note}")
     for item in summary["unjudged_items"]:
         lines.append(f"  UNJUDGED {item['segment_id']}: {item.get('error')}")
+    for item in summary.get("failed_sample_items") or ():
+        lines.append(f"  FAILED SAMPLE {item['segment_id']} sample {item.get('sample_index')}: {item.get('error')}")
     for item in summary["invalid_items"]:
         tid = f" (turn {item['turn_id']})" if item.get("turn_id") else ""
         lines.append(f"  INVALID line {item['line']}{tid}: {item['field']}: {item['message']}")
@@ -327,14 +641,15 @@ def label_range_check(results: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFra
 
     The labels of ``data/turns/labels.csv`` are *constructed* (written with the fixtures), not human
     judgements. A label with an empty range for a dimension expects it null (no answer captured).
-    Returns one row per segment present in both frames: ``segment_id``, ``<dim>_in_range`` (bool),
-    ``all_in_range`` and ``band_matches_label``.
+    A segment with several samples is compared through its per-segment means and band (see
+    :func:`segment_table`). Returns one row per segment present in both frames: ``segment_id``,
+    ``<dim>_in_range`` (bool), ``all_in_range`` and ``band_matches_label``.
     """
     needed = ["segment_id", "verdict"] + [f"{d}_{e}" for d in DIMENSIONS for e in ("min", "max")]
     missing = [c for c in needed if c not in labels.columns]
     if missing:
         raise ValueError(f"labels frame lacks columns {missing}")
-    j = judged(results)
+    j = judged(_segments(results, None))
     merged = j.merge(labels.loc[:, needed].rename(columns={"verdict": "label_verdict"}), on="segment_id",
                      how="inner")
     out = pd.DataFrame({"segment_id": merged["segment_id"]})
