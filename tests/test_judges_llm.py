@@ -888,6 +888,7 @@ def test_mode_options_are_validated():
         AnthropicJudge("m", base_url="http://127.0.0.1:9", mode="prose")
     with pytest.raises(ValueError, match="free-text prompt; use mode='free_text'"):
         AnthropicJudge("m", base_url="http://127.0.0.1:9", prompt_version="judge_v1_free_text")
+    assert AnthropicJudge("m", base_url="http://127.0.0.1:9", mode=None).mode == "structured"
     same = AnthropicJudge("m", base_url="http://127.0.0.1:9", prompt_version="judge_v1_free_text", mode="free_text")
     assert same.prompt_version == "judge_v1_free_text"
     with pytest.raises(ValueError, match="needs the file prompts/judge_v9_free_text.md"):

@@ -303,7 +303,7 @@ class LLMJudge(Judge):
     #: Sent to a loopback endpoint instead of a real key.
     dummy_key: ClassVar[str]
 
-    def __init__(self, model: str, *, prompt_version: str = "judge_v1", mode: str = "structured",
+    def __init__(self, model: str, *, prompt_version: str = "judge_v1", mode: str | None = "structured",
                  temperature: float | None = 0.0, max_tokens: int = 1024, max_retries: int = 2,
                  retry_attempts: int = 3, backoff_base_s: float = 1.0, backoff_cap_s: float = 30.0,
                  timeout_s: float = 120.0, base_url: str | None = None,
@@ -314,6 +314,7 @@ class LLMJudge(Judge):
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens!r}")
         if retry_attempts < 1 or max_retries < 0:
             raise ValueError(f"need retry_attempts >= 1 and max_retries >= 0, got {retry_attempts}, {max_retries}")
+        mode = "structured" if mode is None else mode  # None: a caller passing an unset parameter through
         if mode not in MODES:
             raise ValueError(f"unknown judging mode {mode!r}; expected one of {list(MODES)}")
         self.model = model
