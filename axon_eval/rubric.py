@@ -37,6 +37,12 @@ BANDS: tuple[str, ...] = ("good", "partial", "poor")
 
 _WEIGHT_SUM_TOLERANCE = 1e-9
 DEFAULT_RUBRIC = "axon-v1"
+#: Row samplers a rubric may name, with the version of each one's selection rule (see
+#: :mod:`axon_eval.view`). ``head`` shows the first ``row_horizon`` rows (the original behaviour);
+#: ``evidence`` spends the same budget on the first rows, the rows holding what the question and
+#: answer mention, each numeric column's extremes and the last row.
+ROW_SAMPLERS: dict[str, int] = {"head": 1, "evidence": 1}
+DEFAULT_ROW_SAMPLER = "head"
 
 
 class _Frozen(BaseModel):
@@ -136,14 +142,24 @@ class Rubric(_Frozen):
     #: Caps triggered by a low subscore, applied after the fact caps (empty in ``axon-v1``).
     subscore_caps: tuple[SubscoreCap, ...] = ()
     bands: Bands
-    row_horizon: int = Field(default=20, ge=1)
+    #: Rows per SQL statement the judge sees (the row budget of the sampler); 0 = row counts only.
+    row_horizon: int = Field(default=20, ge=0)
     prompt_version: str = Field(default="judge_v1", min_length=1)
+    #: How the ``row_horizon`` rows are chosen: one of :data:`ROW_SAMPLERS`.
+    row_sampler: str = DEFAULT_ROW_SAMPLER
 
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
         if not v.strip():
             raise ValueError("rubric name must not be empty")
+        return v
+
+    @field_validator("row_sampler")
+    @classmethod
+    def _known_row_sampler(cls, v: str) -> str:
+        if v not in ROW_SAMPLERS:
+            raise ValueError(f"row_sampler {v!r} is not one of {sorted(ROW_SAMPLERS)}")
         return v
 
     @field_validator("subscore_caps")
@@ -233,6 +249,10 @@ class Rubric(_Frozen):
         if self.subscore_caps:
             content["subscore_caps"] = sorted((c.canonical() for c in self.subscore_caps),
                                               key=lambda c: (c["dimension"], c["at_or_below"], c["cap"]))
+        # Likewise the row sampler enters only when it is not the original ``head`` (axon-v1 keeps its id);
+        # its version is part of the content, so a changed selection rule changes the id.
+        if self.row_sampler != DEFAULT_ROW_SAMPLER:
+            content["row_sampler"] = f"{self.row_sampler}-v{ROW_SAMPLERS[self.row_sampler]}"
         return content
 
     @cached_property

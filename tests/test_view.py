@@ -16,7 +16,9 @@ from axon_eval.view import (
     TOOL_OUTPUT_CHARS,
     build_views,
     encode_value,
+    extract_mentions,
     render_view,
+    select_evidence_rows,
 )
 
 CAPTURED = datetime(2026, 7, 20, 9, 14, 3, tzinfo=timezone.utc)
@@ -166,8 +168,139 @@ def test_build_views_uses_the_rubric_horizon_and_covers_every_segment():
     assert build_views(turns)[2].row_horizon == Rubric.default().row_horizon
 
 
-@pytest.mark.parametrize("bad", [0, -1, 2.5, True])
+@pytest.mark.parametrize("bad", [-1, 2.5, True, "20"])
 def test_bad_row_horizon_is_rejected(bad):
     (segment,) = split_segments(make_turn())
     with pytest.raises(ValueError, match="row_horizon"):
         render_view(segment, bad)
+
+
+# --- horizon 0 (counts only) and None (every row) ------------------------------------------------
+def scorer_turn(n: int = 200, stored: int | None = None, answer: str = "Player 087 scored 4 tries in 2023.",
+                question: str = "How many tries did Player 087 score in 2023?") -> Turn:
+    """A scorer list: ``Player 000`` .. ``Player n-1`` with tries = 12 - (i // 20) (12 down to 3)."""
+    rows = [[f"Player {i:03d}", "Harbour City" if i % 2 else "Saltmere", 12 - min(i // 20, 9)] for i in range(n)]
+    kept = rows if stored is None else rows[:stored]
+    return make_turn(question=question, answer=answer, steps=[
+        SqlStep(sql="SELECT player, team, tries FROM scorers ORDER BY tries DESC", status="ok",
+                columns=["player", "team", "tries"], rows=kept, row_count=n)])
+
+
+def test_horizon_zero_shows_counts_only_and_none_shows_every_stored_row():
+    (segment,) = split_segments(scorer_turn(60))
+    zero = render_view(segment, 0)
+    assert zero.steps[0].rows == [] and zero.steps[0].row_count == 60
+    assert "rows: showing 0 of 60 rows" in zero.text
+    every = render_view(segment, None)
+    assert len(every.steps[0].rows) == 60 and "rows: showing 60 of 60 rows" in every.text
+    assert every.row_horizon == 60
+    # the evidence sampler at 0 is counts only too, and at None the same view as head
+    assert render_view(segment, 0, "evidence").text == zero.text
+    assert render_view(segment, None, "evidence").text == every.text
+
+
+def test_unknown_row_sampler_is_rejected_by_name():
+    (segment,) = split_segments(make_turn())
+    with pytest.raises(ValueError, match="'middle'"):
+        render_view(segment, 20, "middle")
+
+
+# --- the evidence sampler --------------------------------------------------------------------------
+def test_head_is_the_default_and_unchanged_layout():
+    (segment,) = split_segments(scorer_turn(200))
+    head = render_view(segment, 20)
+    assert head.row_sampler == "head" and head == render_view(segment, 20, "head")
+    assert head.steps[0].rows == scorer_turn(200).sql_steps[0].rows[:20]
+    assert "a sample" not in head.text and head.row_selections == (None,)
+
+
+def test_result_within_the_budget_renders_the_same_text_for_both_samplers():
+    (segment,) = split_segments(scorer_turn(15))
+    assert render_view(segment, 20, "evidence").text == render_view(segment, 20, "head").text
+
+
+def test_evidence_sampler_is_deterministic_and_respects_the_budget():
+    (segment,) = split_segments(scorer_turn(200))
+    for budget in (1, 3, 5, 10, 20, 50):
+        a, b = render_view(segment, budget, "evidence"), render_view(segment, budget, "evidence")
+        assert a.text == b.text and a.sha256 == b.sha256
+        assert len(a.steps[0].rows) == budget and a.steps[0].row_count == 200
+        assert f"rows: showing {budget} of 200 rows, a sample (evidence v1)" in a.text
+
+
+def test_evidence_sampler_always_shows_the_first_rows_and_the_rows_the_answer_names():
+    turn = scorer_turn(200)
+    (segment,) = split_segments(turn)
+    rows = turn.sql_steps[0].rows
+    for budget in (4, 8, 20):
+        view = render_view(segment, budget, "evidence")
+        shown = view.steps[0].rows
+        n_first = max(1, budget // 4)
+        assert shown[:n_first] == rows[:n_first]
+        assert rows[87] in shown  # "Player 087" is named by the question and the answer
+
+
+def test_evidence_sampler_pins_its_choices_on_a_hand_made_table():
+    # 40 rows; tries 12 (rows 1-20) and 11 (rows 21-40) except row 31 = 30 (max) and row 36 = 1 (min)
+    rows = [[f"P{i:02d}", 12 if i < 20 else 11] for i in range(40)]
+    rows[30][1], rows[35][1] = 30, 1
+    turn = make_turn(question="How many tries did P25 score?", answer="P25 scored 11 tries, not 99.",
+                     steps=[SqlStep(sql="SELECT player, tries FROM t", status="ok", columns=["player", "tries"],
+                                    rows=rows, row_count=40)])
+    (segment,) = split_segments(turn)
+    view = render_view(segment, 8, "evidence")
+    (sel,) = view.row_selections
+    # first 8 // 4 = 2 rows; the last row; P25 (1 row); "99" in no row; "11" in 19 rows: too many for
+    # the 4 left, and a shown row (the last) already holds it; then max and min of tries; then the next
+    # rows after the first ones fill the budget
+    assert sel.positions == (0, 1, 2, 3, 25, 30, 35, 39)
+    assert sel.reasons == ("first", "first", "next", "next", 'has "P25"', 'max "tries"', 'min "tries"', "last")
+    assert view.steps[0].rows == [rows[i] for i in sel.positions]
+    assert sel.absent_mentions == ("99",) and "P25" in sel.complete_mentions
+    lines = view.text.splitlines()
+    assert ('  rows: showing 8 of 40 rows, a sample (evidence v1) at positions 1-4 in order, 26 hold a mention, '
+            '31 max "tries", 36 min "tries", 40 last') in lines
+    assert any(line.startswith("  searched all 40 rows: every row with ") and '"P25"' in line
+               and line.endswith('no row has "99"') for line in lines)
+
+
+def test_evidence_sampler_makes_no_claim_about_rows_the_capture_never_stored():
+    (segment,) = split_segments(scorer_turn(200, stored=50, answer="Player 150 scored 4 tries."))
+    view = render_view(segment, 20, "evidence")
+    (sel,) = view.row_selections
+    assert not sel.searched_all and sel.absent_mentions == () and sel.complete_mentions == ()
+    assert "only the first 50 rows were captured" in view.text
+    assert "no row has" not in view.text and "49 last stored" not in view.text
+    assert sel.reasons[-1] == "last stored" and sel.positions[-1] == 49
+
+
+def test_mentions_are_numbers_dates_and_names_written_in_question_or_answer():
+    mentions = extract_mentions("How many spectators watched Harbour City on 2024-05-12?",
+                                "23,457 people (7.10% of capacity) watched Harbour City beat Saltmere on 2024-05-12.")
+    by_text = {m.text: m for m in mentions}
+    assert by_text["23,457"].value == 23457 and by_text["23,457"].tolerance == 0.5
+    assert by_text["7.10"].percent and by_text["7.10"].tolerance == pytest.approx(0.005)
+    assert by_text["2024-05-12"].kind == "date" and by_text["2024-05-12"].source == "both"
+    assert by_text["Harbour City"].kind == "name" and by_text["Harbour City"].source == "both"
+    assert by_text["Saltmere"].source == "answer"
+    assert "12" not in by_text and "How" not in by_text  # no digits of dates, no sentence starters
+
+
+def test_select_evidence_rows_matches_percentages_and_fractions():
+    rows = [[f"team {i}", i / 100] for i in range(30)]
+    (mention,) = [m for m in extract_mentions("", "a rate of 25.0% overall") if m.kind == "number"]
+    sel = select_evidence_rows(["team", "rate"], rows, 30, 6, [mention])
+    assert 25 in sel.positions and sel.mentions[0].holding == 1
+
+
+def test_the_rubric_names_the_sampler_and_build_views_uses_it():
+    default = Rubric.default()
+    assert default.row_sampler == "head" and "row_sampler" not in default.canonical()
+    evidence = default.replace(row_sampler="evidence")
+    assert evidence.canonical()["row_sampler"] == "evidence-v1" and evidence.id != default.id
+    assert default.replace(row_horizon=0).row_horizon == 0
+    with pytest.raises(ValueError, match="row_sampler"):
+        default.replace(row_sampler="random")
+    views = build_views([scorer_turn(200)], evidence)
+    assert views[0].row_sampler == "evidence" and "a sample (evidence v1)" in views[0].text
+    assert build_views([scorer_turn(200)], evidence, row_sampler="head")[0].row_sampler == "head"

@@ -49,6 +49,21 @@ the shown rows of a statement that returned more rows than shown is *unverifiabl
 (it may sit in the unseen rows) and is named in the explanation. Two claims are never given that
 benefit: a count equal to the number of shown rows of a truncated result (it counts the sample, not
 the set), and absolute claims (``never``, ``unbeaten``, ``every``, ...) about a truncated result.
+
+Evidence-sampled results (``row_sampler = evidence``) carry a search of every row
+(``view.row_selections``, stated in the view text). The checks use exactly what it states, and only
+when the capture stored every row:
+
+* a claim (figure, name, date) that *no row holds* is unsupported, not unverifiable -- except a small
+  whole number with no unit column, which may count rows (the rule for complete results); so is a
+  figure *every row of which is shown* when none of those rows supports it;
+* when the sentence names entities and *every row holding each of them is shown*, the rows of those
+  entities are complete: a figure they do not hold is unsupported, and an absolute claim about them
+  is not flagged (absolute claims are not flagged on complete results either);
+* a question entity that no row holds is absent from the result (as on a complete result), not merely
+  unfiltered.
+
+Nothing a sampler leaves out is ever taken as support.
 """
 
 from __future__ import annotations
@@ -684,10 +699,28 @@ class StepInfo:
     shown: int
     total: int
     text: str  # lower-case text of the shown rows
+    #: the evidence sampler's selection of this statement's rows (``None``: the first rows, or all)
+    selection: Any = None
 
     @property
     def truncated(self) -> bool:
         return self.total > self.shown
+
+    def _searched(self, attr: str) -> frozenset[str]:
+        sel = self.selection
+        if sel is None or not sel.searched_all:
+            return frozenset()
+        return frozenset(_mention_key(t) for t in getattr(sel, attr))
+
+    @property
+    def absent_mentions(self) -> frozenset[str]:
+        """Mentions (normalised by :func:`_mention_key`) that a search of every row found in none."""
+        return self._searched("absent_mentions")
+
+    @property
+    def complete_mentions(self) -> frozenset[str]:
+        """Mentions (normalised) whose every holding row is shown, per a search of every row."""
+        return self._searched("complete_mentions")
 
     @property
     def ok(self) -> bool:
@@ -725,6 +758,37 @@ class Evidence:
                     idx + len(value) < len(low) and low[idx + len(value)].isalnum()):
                 keys |= rows
         return keys
+
+    def names_in(self, sentence: str) -> dict[int, set[str]]:
+        """Per statement: the capitalised cell values of its shown rows that occur in ``sentence``."""
+        low = sentence.lower().replace("’", "'")
+        out: dict[int, set[str]] = {}
+        for value, rows in self.proper_cells.items():
+            idx = low.find(value)
+            if idx >= 0 and not (idx > 0 and low[idx - 1].isalnum()) and not (
+                    idx + len(value) < len(low) and low[idx + len(value)].isalnum()):
+                for step, _ in rows:
+                    out.setdefault(step, set()).add(value)
+        return out
+
+    def searched_absent(self, token: str) -> bool:
+        """True when there are cut results and a search of every row of each found ``token`` in none."""
+        key = _mention_key(token)
+        return bool(self.truncated_steps) and all(key in s.absent_mentions for s in self.truncated_steps)
+
+    def searched_fully(self, token: str) -> bool:
+        """True when there are cut results and, in each, a search of every row found ``token`` in no row
+        or showed every row holding it: the shown rows are then all the rows that bear on it."""
+        key = _mention_key(token)
+        return bool(self.truncated_steps) and all(key in s.absent_mentions | s.complete_mentions
+                                                  for s in self.truncated_steps)
+
+    def entities_complete(self, sentence: str) -> bool:
+        """True when every cut result shows, for the sentence, rows of named entities and every row
+        holding each of them (so those entities' rows are complete, as on an uncut result)."""
+        named = self.names_in(sentence)
+        return bool(self.truncated_steps) and all(
+            named.get(s.index) and named[s.index] <= s.complete_mentions for s in self.truncated_steps)
 
     def rows_naming(self, name: str) -> set[tuple[int, int]]:
         """Shown rows with a string cell equal to (or containing) ``name`` (case-insensitive)."""
@@ -837,7 +901,9 @@ def build_evidence(view: Any) -> Evidence:
                         pass
             texts.extend(c.lower() for c in step.columns)
             texts.extend(p.lower() for p in row_text_parts)
-        steps.append(StepInfo(number, step, sql, shown, total, "\n".join(row_text_parts).lower()))
+        selections = getattr(view, "row_selections", ()) or ()
+        selection = selections[number - 1] if number - 1 < len(selections) else None
+        steps.append(StepInfo(number, step, sql, shown, total, "\n".join(row_text_parts).lower(), selection))
     for n in extract_numbers(view.question):
         cells.append(Cell(n.value, (), "question"))
     for y in extract_years(view.question):
@@ -959,6 +1025,25 @@ def _columns_named_in(text: str, cells: Sequence[Cell]) -> set[tuple[str, ...]]:
 
 def _fmt_value(v: float) -> str:
     return f"{int(v):,}" if float(v).is_integer() else f"{v:g}"
+
+
+_PLAIN_NUMBER = re.compile(r"[-−–+]?(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)\s?(?:%|per ?cent|percent)?")
+
+
+def _mention_key(token: str) -> str:
+    """A mention as both the evidence sampler and the claim checks write it: a plain number as its
+    digits (``+12`` and ``12`` -> ``12``; ``7.10%`` -> ``7.10``); anything else (names, dates, numbers
+    with a scale word or spelled out) lower-cased, so it matches only the same text."""
+    m = _PLAIN_NUMBER.fullmatch(token.strip())
+    return m.group(1) if m else token.strip().lower().replace("’", "'")
+
+
+def _may_count_rows(m: NumberMention, evidence: Evidence) -> bool:
+    """A whole number >= 0 with no unit column that does not exceed a cut result's row count: it may
+    count rows, which no row holds (complete results accept it, see the module docstring)."""
+    return (not m.percent and m.value >= 0 and float(m.value).is_integer() and m.tolerance <= 0.5
+            and _unit_columns(m.unit, evidence.cells) is None
+            and any(m.value <= s.total for s in evidence.truncated_steps))
 
 
 def name_supported(name: str, corpus: str) -> bool:
@@ -1091,7 +1176,7 @@ def assess_targeting(profile: QuestionProfile, info: StepInfo, horizon: int,
         if e in info.text:
             t.unfiltered.append(ent) if info.truncated else None
             continue
-        if info.truncated:
+        if info.truncated and _mention_key(ent) not in info.absent_mentions:
             t.unfiltered.append(ent)
         elif any(e in " | ".join(o.sql.literals) or e in o.text for o in other_steps):
             continue
@@ -1503,17 +1588,29 @@ def check_faithfulness(profile: QuestionProfile, evidence: Evidence, answer: str
                                         rows_for(m.start) or None,
                                         preceding=answer[max(sent_start, m.start - 30):m.start])
         if status == UNSUPPORTED and trunc and not reason.startswith(("sign", "scale")):
-            status, reason = UNVERIFIABLE, "not in the shown rows; may lie beyond the row horizon"
+            a, b = sentence_of(m.start)
+            if _may_count_rows(m, evidence):
+                status, reason = UNVERIFIABLE, "not in the shown rows; may lie beyond the row horizon"
+            elif evidence.searched_absent(m.token):
+                reason = "no row of the result holds it (a search of every row)"
+            elif evidence.searched_fully(m.token):
+                reason = "every row holding it is shown, and none of them supports it here"
+            elif rows_for(m.start) and evidence.entities_complete(answer[a:b]):
+                reason = "every row of what the sentence names is shown, and none holds it"
+            else:
+                status, reason = UNVERIFIABLE, "not in the shown rows; may lie beyond the row horizon"
         checks.append(ClaimCheck(m.token, "figure", status, reason, m.start, m.end))
     for t in texts:
         if t.kind == "date":
             ok = t.token in evidence.dates or t.token in evidence.corpus
-            status = SUPPORTED if ok else (UNVERIFIABLE if trunc else UNSUPPORTED)
+            status = SUPPORTED if ok else (UNVERIFIABLE if trunc and not evidence.searched_absent(t.token)
+                                           else UNSUPPORTED)
             checks.append(ClaimCheck(t.token, "date", status, "" if ok else "date not in the retrieved rows",
                                      t.start, t.end))
         elif t.kind == "name":
             ok = name_supported(t.token, evidence.corpus)
-            status = SUPPORTED if ok else (UNVERIFIABLE if trunc else UNSUPPORTED)
+            status = SUPPORTED if ok else (UNVERIFIABLE if trunc and not evidence.searched_absent(t.token)
+                                           else UNSUPPORTED)
             reason = "" if ok else "name not in the rows, tool output or question"
             if ok:
                 partner = affiliation_partner(answer, t, names)
@@ -1525,7 +1622,7 @@ def check_faithfulness(profile: QuestionProfile, evidence: Evidence, answer: str
             ok = ordered_steps
             checks.append(ClaimCheck(t.token, "rank", SUPPORTED if ok else UNSUPPORTED,
                                      "" if ok else "no ordered result supports a ranking", t.start, t.end))
-        elif t.kind == "absolute" and trunc:
+        elif t.kind == "absolute" and trunc and not evidence.entities_complete(answer[slice(*sentence_of(t.start))]):
             checks.append(ClaimCheck(t.token, "absolute", UNSUPPORTED,
                                      f"an absolute claim about a result of {trunc[0].total} rows of which only "
                                      f"{trunc[0].shown} are shown", t.start, t.end))
