@@ -15,6 +15,7 @@ from axon_eval.events import assemble_turns
 from axon_eval.evidence import load_turns, split_segments, trajectory_facts
 from axon_eval.fixtures import build_all
 from axon_eval.fixtures.build import LABEL_COLUMNS
+from axon_eval.fixtures.horizon import HORIZON_LABEL_COLUMNS, KINDS, POSITIONS, position_range
 from axon_eval.fixtures.scenarios import DEFECT_TAGS
 from axon_eval.fixtures.warehouse import table_contents
 
@@ -24,9 +25,11 @@ WAREHOUSE = DATA / "warehouse" / "sports.sqlite"
 TURNS = DATA / "turns" / "sample_turns.jsonl"
 LABELS = DATA / "turns" / "labels.csv"
 EVENTS = DATA / "events" / "sample_events.jsonl"
+HORIZON_TURNS = DATA / "turns" / "horizon_turns.jsonl"
+HORIZON_LABELS = DATA / "turns" / "horizon_labels.csv"
 GENERATED_TEXT = [
     "turns/sample_turns.jsonl", "turns/labels.csv", "events/sample_events.jsonl",
-    "README.md", "warehouse/README.md",
+    "turns/horizon_turns.jsonl", "turns/horizon_labels.csv", "README.md", "warehouse/README.md",
 ]
 
 
@@ -226,8 +229,95 @@ def test_other_seeds_build_a_different_valid_sample(tmp_path: Path):
 
     summary = build_all(tmp_path, HELD_OUT_SEEDS)
     assert summary["seeds"]["scenario"] == HELD_OUT_SEEDS.scenario
+    assert summary["horizon"]["turns"] == 64  # the horizon set builds on another warehouse too
     turns, invalid = load_turns(tmp_path / "turns" / "sample_turns.jsonl")
     assert not invalid and len(turns) == summary["turns"]
     committed = {t.question for t in load_turns(DATA / "turns" / "sample_turns.jsonl")[0]}
     # schema, guardrail and no-tools templates repeat their wording; the rest take new values
     assert len({t.question for t in turns} - committed) >= len(turns) // 3
+
+
+# --- the horizon set (issue 11) ----------------------------------------------------------------
+@pytest.fixture(scope="module")
+def horizon():
+    turns, invalid = load_turns(HORIZON_TURNS)
+    assert invalid == [], [str(i) for i in invalid]
+    with HORIZON_LABELS.open(newline="", encoding="utf-8") as fh:
+        labels = list(csv.DictReader(fh))
+    return {t.turn_id: t for t in turns}, labels
+
+
+def test_horizon_set_has_every_kind_at_every_position_over_5_to_5000_rows(horizon):
+    turns, labels = horizon
+    assert len(turns) >= 60 and len(labels) == len(turns)
+    cells = Counter((r["kind"], r["decisive_position"]) for r in labels)
+    assert cells == {(k, p): 4 for k in KINDS for p in POSITIONS}
+    counts = [int(r["row_count"]) for r in labels]
+    assert min(counts) <= 10 and 4000 <= max(counts) <= 5000
+    assert sum(c > 1000 for c in counts) >= 8 and sum(c <= 20 for c in counts) >= 4
+    # a committed file of reasonable size even with every row of 5,000-row results stored
+    assert HORIZON_TURNS.stat().st_size < 10 * 1024 * 1024
+
+
+def test_horizon_labels_cover_every_turn_once_with_consistent_columns(horizon):
+    turns, labels = horizon
+    with HORIZON_LABELS.open(newline="", encoding="utf-8") as fh:
+        assert tuple(next(csv.reader(fh))) == HORIZON_LABEL_COLUMNS
+    assert sorted(r["segment_id"] for r in labels) == sorted(turns)
+    for r in labels:
+        turn = turns[r["turn_id"]]
+        assert [s.segment_id for s in split_segments(turn)] == [r["segment_id"]]
+        assert r["defect"] == r["kind"]
+        assert (r["verdict"] == "good") == (r["kind"] == "correct_unseen_row")
+        assert (r["source_row"] != "") == (r["kind"] == "unseen_row_figure")
+        for claim in filter(None, r["unsupported_claims"].split(";")):
+            assert claim in turn.answer, (r["segment_id"], claim)
+        assert bool(r["unsupported_claims"]) == (r["kind"] in ("fabricated_value", "unseen_row_figure"))
+
+
+def test_horizon_rows_are_what_the_sql_returns_and_all_are_stored(horizon):
+    turns, _ = horizon
+    conn = sqlite3.connect(f"file:{WAREHOUSE}?mode=ro", uri=True)
+    try:
+        for t in turns.values():
+            (step,) = t.sql_steps
+            cur = conn.execute(step.sql)
+            assert [d[0] for d in cur.description] == step.columns, t.turn_id
+            assert [list(r) for r in cur.fetchall()] == step.rows, t.turn_id
+            assert step.row_count == len(step.rows), t.turn_id
+    finally:
+        conn.close()
+
+
+def _number(text: str) -> float:
+    return float(re.search(r"\d[\d,]*", text).group(0).replace(",", ""))
+
+
+def test_horizon_decisive_rows_sit_where_the_labels_say_and_hold_what_the_kind_says(horizon):
+    turns, labels = horizon
+    for r in labels:
+        turn, pos, row_no = turns[r["turn_id"]], r["decisive_position"], int(r["decisive_row"])
+        rows = turn.sql_steps[0].rows
+        strings = [c for row in rows for c in row if isinstance(c, str)]
+        numbers = {float(c) for row in rows for c in row if isinstance(c, int | float)}
+        if r["kind"] == "dropped_category":
+            member, where, n_correct = re.search(r"; (.+) would be row (\d+) of the (\d+) rows", r["note"]).groups()
+            assert int(where) == row_no and int(n_correct) > len(rows)
+            assert row_no - 1 in position_range(pos, int(n_correct)), r["segment_id"]
+            assert member in turn.question and not any(member in s for s in strings), r["segment_id"]
+            continue
+        assert row_no - 1 in position_range(pos, len(rows)), (r["segment_id"], pos, row_no, len(rows))
+        decisive = rows[row_no - 1]
+        named = [c for c in decisive if isinstance(c, str) and (c in turn.question or c in turn.answer)]
+        assert named, (r["segment_id"], decisive)  # the question or answer names the decisive row
+        (claim,) = [c for c in r["unsupported_claims"].split(";") if c] or [None]
+        if r["kind"] == "fabricated_value":
+            if re.fullmatch(r"[\d,]+ \w+", claim):
+                assert _number(claim) not in numbers, r["segment_id"]
+            else:
+                assert not any(claim in s for s in strings), r["segment_id"]
+        elif r["kind"] == "unseen_row_figure":
+            value = _number(claim)
+            source = rows[int(r["source_row"]) - 1]
+            assert value in {float(c) for c in source if isinstance(c, int | float)}, r["segment_id"]
+            assert value not in {float(c) for c in decisive if isinstance(c, int | float)}, r["segment_id"]
