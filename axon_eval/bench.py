@@ -6,7 +6,8 @@ the figures are written to ``runs/<UTC date>T<time>Z_bench/bench.json``.
 
 Sections: ``scoring`` (here), ``heuristic`` (:mod:`axon_eval.bench_heuristic`), ``judges``
 (:mod:`axon_eval.bench_llm`), ``runs`` (:mod:`axon_eval.bench_runs`), ``studies`` (every entry of
-:data:`STUDY_BENCHES`, e.g. :mod:`axon_eval.bench_noise`). ``--only NAME`` runs one.
+:data:`STUDY_BENCHES`, e.g. :mod:`axon_eval.bench_noise`, :mod:`axon_eval.bench_sensitivity`).
+``--only NAME`` runs one.
 """
 
 from __future__ import annotations
@@ -85,6 +86,7 @@ def bench_scoring(n_rows: int = 1_000_000, loop_rows: int | None = None, seed: i
 #: The ``studies`` section: (module, function) pairs, each returning bench rows; add a line per study.
 STUDY_BENCHES: list[tuple[str, str]] = [
     ("axon_eval.bench_noise", "bench_noise"),
+    ("axon_eval.bench_sensitivity", "bench_sensitivity"),
 ]
 
 
