@@ -11,6 +11,17 @@ from .agreement import (
     results_from_records,
     share_in_range,
 )
+from .horizon import (
+    HorizonStudy,
+    SamplerComparison,
+    changed_bands,
+    compare_samplers,
+    evaluate_horizons,
+    horizon_summary,
+    load_horizon_labels,
+    stack_results,
+    summarise_study,
+)
 from .noise import (
     JudgeNoiseSummary,
     OneWayIcc,
@@ -66,6 +77,15 @@ __all__ = [
     "measure_heuristic",
     "results_from_records",
     "share_in_range",
+    "HorizonStudy",
+    "SamplerComparison",
+    "changed_bands",
+    "compare_samplers",
+    "evaluate_horizons",
+    "horizon_summary",
+    "load_horizon_labels",
+    "stack_results",
+    "summarise_study",
     "JudgeNoiseSummary",
     "OneWayIcc",
     "VarianceComponents",
