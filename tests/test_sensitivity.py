@@ -455,3 +455,30 @@ def test_summary_finds_the_fabricated_answer_gap_under_faithcap():
     assert nominal.loc["fab", "nominal_score"] == 80.0 and nominal.loc["fab", "nominal_band"] == "good"
     assert nominal.loc["fab", "band_can_change"]  # on the edge: 75..85
     assert capped.loc["fab", "nominal_score"] == 49.0 and capped.loc["fab", "worst_abs_delta"] == 0.0
+
+
+subscore = st.integers(min_value=0, max_value=10)
+facts_st = st.tuples(st.booleans(), st.booleans(), st.booleans())
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(subscore, subscore, subscore, st.one_of(st.none(), subscore), facts_st), min_size=1,
+                max_size=6),
+       st.sampled_from([0.01, 0.05, 0.2]), st.lists(st.floats(0, 1), min_size=3, max_size=3),
+       st.sampled_from([AXON, FAITHCAP]))
+def test_no_weight_vector_in_the_box_beats_the_exact_worst_case(rows, d, position, rubric):
+    # Any w in P_d (first three weights placed in their box intervals, the fourth taking the rest,
+    # kept when it lands in its own interval) scores every segment within [score_min, score_max].
+    lower, upper = S.box_on_simplex_bounds(rubric, d)
+    z = lower[:3] + (upper[:3] - lower[:3]) * np.array(position)
+    w = np.append(z, 1 - z.sum())
+    if not lower[3] <= w[3] <= upper[3]:
+        w = np.array([0.30, 0.25, 0.25, 0.20])  # the nominal vector is always in the box
+    w = w / w.sum()
+    segs = segments_of(rows)
+    wc = S.worst_case(segs, rubric, d).per_segment
+    score = S.score_matrix(segs, w[None, :], rubric)[0]
+    assert (score >= wc["score_min"].to_numpy() - 1e-9).all() and (score <= wc["score_max"].to_numpy() + 1e-9).all()
+    bound = S.score_shift_bound(rubric, d)
+    # rounding both the nominal and the extreme score to 0.1 adds at most 0.1 to the raw bound
+    assert (wc["max_rise"] <= bound.max_rise + 0.1).all() and (wc["max_fall"] <= bound.max_fall + 0.1).all()
