@@ -180,6 +180,7 @@ def test_study_json_has_the_stable_keys():
     assert (head20["defects_caught"], head20["defects_missed"], head20["correct_penalised"]) == (0, 2, 1)
     # no NaN leaks into the JSON
     assert "NaN" not in study.to_json()
+    assert summarise_study(results_frame().assign(simulated=True), labels_frame()).simulated is True
     one_sampler = summarise_study(results_frame().query("sampler == 'head'"), labels_frame())
     assert one_sampler.goal_met is False and "needs both" in one_sampler.goal["reasons"][0]
 
@@ -245,6 +246,7 @@ def test_evaluate_horizons_judges_each_distinct_view_once_and_reuses_the_cache(t
     expected = score_turn({d: 10 for d in ("intent_understood", "sql_quality", "result_relevance",
                                            "answer_faithfulness")}, trajectory_facts(large), Rubric.default())
     assert row["score"] == expected.score and row["band"] == "good" and not row["flagged"]
+    assert not res["simulated"].any()
     summary = horizon_summary(res, pd.DataFrame({"segment_id": ["large"], "verdict": ["good"],
                                                  "decisive_row": [25], "row_count": [60]}))
     assert not summary["input_tokens_estimated"].any()

@@ -76,7 +76,7 @@ HORIZON_EXTRA_COLUMNS: tuple[str, ...] = ("kind", "decisive_position", "decisive
 RESULT_COLUMNS: tuple[str, ...] = (
     "sampler", "horizon", "horizon_label", "segment_id", "turn_id", *DIMENSIONS, "raw_score", "score", "band",
     "judge_verdict", "flagged", "status", "error", "judge_id", "rubric_id", "view_sha256", "view_chars",
-    "shown_rows", "total_rows", "input_tokens", "output_tokens", "cached", "explanation",
+    "shown_rows", "total_rows", "input_tokens", "output_tokens", "cached", "simulated", "explanation",
 )
 
 
@@ -156,7 +156,8 @@ def evaluate_horizons(turns: Iterable[Turn], judge: Any, rubric: Rubric | None =
     Returns one row per sampler x horizon x segment with :data:`RESULT_COLUMNS`: ``horizon`` is a
     nullable integer (``<NA>`` = every row) and ``horizon_label`` its text (``"all"``); ``flagged``
     is the module's definition; ``input_tokens`` is the exact total from the record (``NaN`` when
-    the judge reports none); ``rubric_id`` is the scoring rubric's id.
+    the judge reports none); ``rubric_id`` is the scoring rubric's id; ``simulated`` is true for a
+    record of a simulated judge (``noise``/``simulate`` wrappers). Only sample 0 of each view is judged.
     """
     rubric = rubric or Rubric.default()
     horizons = _check_horizons(horizons)
@@ -186,6 +187,7 @@ def evaluate_horizons(turns: Iterable[Turn], judge: Any, rubric: Rubric | None =
             "input_tokens": _exact_input_tokens(record),
             "output_tokens": math.nan if record.output_tokens is None else float(record.output_tokens),
             "cached": bool(record.cached), "error": record.error,
+            "simulated": bool(isinstance(record.extra, dict) and record.extra.get("simulated")),
         }
         scored = None
         if record.verdict is not None:
@@ -484,11 +486,14 @@ class HorizonStudy:
 
 
 def summarise_study(results: pd.DataFrame, labels: pd.DataFrame, *, row_budget: int = 20,
-                    simulated: bool = False, source: str | None = None) -> HorizonStudy:
+                    simulated: bool | None = None, source: str | None = None) -> HorizonStudy:
     """:class:`HorizonStudy` from the long results table (:func:`evaluate_horizons`/:func:`stack_results`)
     and the horizon labels. ``goal_met`` is ``evidence`` vs ``head`` at ``row_budget`` when both
-    samplers were run, else ``False`` with the reason in ``goal``."""
+    samplers were run, else ``False`` with the reason in ``goal``. ``simulated`` defaults to whether any
+    row's ``simulated`` column is true (``False`` when the column is absent)."""
     res = _prepare(results)
+    if simulated is None:
+        simulated = bool("simulated" in res.columns and res["simulated"].fillna(False).astype(bool).any())
     summary = horizon_summary(res, labels)
     by_horizon = []
     for row in summary.to_dict("records"):
@@ -520,6 +525,7 @@ def measure_horizon_set(turns_path: str | Path = "data/turns/horizon_turns.jsonl
     long results, the per-horizon summary and the study record (``source`` = ``turns_path``)."""
     from ..evidence import load_turns
     from ..judges.heuristic import HeuristicJudge
+    from ..judges.wrappers import is_simulated
 
     turns, invalid = load_turns(turns_path)
     if invalid:
@@ -527,7 +533,7 @@ def measure_horizon_set(turns_path: str | Path = "data/turns/horizon_turns.jsonl
     judge = judge or HeuristicJudge()
     labels = load_horizon_labels(labels_path)
     results = evaluate_horizons(turns, judge, horizons=horizons, samplers=samplers, cache=cache)
-    simulated = "noise(" in str(getattr(judge, "judge_id", ""))
+    simulated = is_simulated(judge)
     return (results, horizon_summary(results, labels),
             summarise_study(results, labels, row_budget=row_budget, simulated=simulated, source=str(turns_path)))
 
