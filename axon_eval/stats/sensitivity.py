@@ -16,10 +16,11 @@ null) and weights ``w`` on the simplex (``w >= 0``, ``sum w = 1``)::
 
 ``c`` does not depend on ``w``. With faithfulness observed the denominator is ``sum w = 1`` and
 ``raw`` is linear in ``w``; with it null the denominator is ``1 - w_4`` and ``raw`` is
-linear-fractional. Every sampled score below is computed by the scorer's own kernel pieces
-(``_weighted_raw``, ``_cap_round_band``, ``_effective_caps``) with the same summation order, so the
-scores of K weight vectors equal ``score_frame`` under ``rubric.with_weights(w)`` bit for bit
-(a test checks every vector).
+linear-fractional. :func:`score_matrix`, the nominal scores and the worst-case scores call the
+scorer's own kernel pieces (``_effective_caps``, ``_weighted_raw``, ``_cap_round_band``);
+:func:`sweep_weights` runs a compiled loop (numba) that performs the same floating-point operations
+in the same order. Either way the scores of K weight vectors equal ``score_frame`` under
+``rubric.with_weights(w)`` bit for bit; the tests check every vector, for both paths.
 
 Perturbation designs (:class:`WeightDesign`)
 --------------------------------------------
@@ -41,8 +42,9 @@ Sweeping K vectors over T segments (:func:`sweep_weights`)
 ----------------------------------------------------------
 Segments whose score cannot differ under any weights (same subscores, same observed dimensions,
 same lowest cap) are scored once and weighted by their count; with integer subscores there are at
-most 11^3 * 12 * (number of distinct caps) such groups. Vectors are processed in chunks (threads) and
-segments in tiles, so memory is O(chunk x groups) int16 codes plus one tile, never K x T. Per vector:
+most 11^3 * 12 * (number of distinct caps) such groups. Vectors are split into chunks scored on
+threads (the compiled loop releases the GIL), one vector at a time over all groups, so memory is
+O(groups) per thread and K x T is never materialised. Per vector:
 ``max_abs_delta = max_t |score_t(w) - score_t(w0)|``, the largest rise and fall, the count and share
 of segments whose band differs from nominal, the mean score, the share good and Kendall's tau-b
 between the nominal and perturbed scores::
@@ -50,10 +52,11 @@ between the nominal and perturbed scores::
     tau_b = (n_c - n_d) / sqrt((n_0 - n_1)(n_0 - n_2)),   n_0 = T(T-1)/2,
     n_1, n_2 = pairs tied on the nominal / perturbed score                  (Kendall 1945)
 
-counted over segment pairs (group multiplicities included) with a Fenwick tree over the 1001 score
-codes (Knight 1966 sorts instead; same numbers, checked against ``scipy.stats.kendalltau`` in the
-tests). ``scipy.stats.kendalltau`` itself is not called per vector: at about 20 ms per call for
-100,000 segments, 10,000 vectors would take minutes. Per segment: the largest rise and fall over the
+counted over segment pairs (group multiplicities included): groups are visited in nominal-score order
+and a Fenwick tree over the 1001 perturbed score codes counts, for each, the earlier (strictly lower
+nominal) segments below and above it. Knight (1966), which ``scipy.stats.kendalltau`` implements,
+sorts instead; the numbers are the same (the tests compare them). scipy is not called per vector
+because at about 20 ms per call for 100,000 segments, 10,000 vectors would take over three minutes. Per segment: the largest rise and fall over the
 vectors, the number of vectors that change its band, and its distance to the nearest band edge
 ``min(|score0 - 80|, |score0 - 50|)``.
 
@@ -102,7 +105,7 @@ Pairs are screened first with the per-segment extremes (a pair can only reorder 
 linear in its subscores (``raw = 10 sum e_d(w) s_d`` with effective weights ``e``), so the largest
 rise over all subscores in [0, 10] and all ``w`` in ``P_d`` is attained at a 0/10 subscore vector:
 24 LPs give the largest possible rise and fall for ANY segment. Caps never increase either (``c`` is
-fixed). A good segment is capped at >= 79.95 and a poor one at < 49.95, a gap of more than
+fixed). A good segment's capped score is at least 79.95 and a poor one's below 49.95, a gap of more than
 ``good - partial = 30`` points, so no good/poor pair can reorder when ``max_rise + max_fall < 30``.
 For ``axon-v1`` both are ``200 d`` points for ``d <= 0.1`` (at ``d = 0.05``: 10.0, e.g. subscores
 (10, 10, 0, 0) rise from 55 to 65), so ``400 d < 30`` proves the second half of the claim for every
@@ -742,7 +745,8 @@ def score_matrix(segments: Segments | pd.DataFrame, weights: Any, rubric: Rubric
                  max_cells: int = 20_000_000) -> np.ndarray:
     """The (K, T) matrix of scores (rounded, as ``score_frame``'s ``score``) for small problems.
 
-    Same tiles and kernel pieces as :func:`sweep_weights`; refuses more than ``max_cells`` cells
+    Computed with the scorer's own kernel pieces (the reference the compiled :func:`sweep_weights` is
+    tested against); refuses more than ``max_cells`` cells
     (use :func:`sweep_weights`, which never materialises K x T).
     """
     rubric = Rubric.default() if rubric is None else rubric
