@@ -97,8 +97,12 @@ class Run:
         return self.run_dir / "figures"
 
     def summary(self, *, allow_mixed: bool = False) -> dict[str, Any]:
-        """:func:`~axon_eval.summaries.summarise` of this run's results, with its invalid lines."""
-        return summarise(self.results, invalid=self.invalid, allow_mixed=allow_mixed)
+        """:func:`~axon_eval.summaries.summarise` of this run's results under the run's own rubric (its
+        band edges classify per-segment means of repeated runs), with its invalid lines."""
+        from ..rubric import Rubric
+
+        rubric = Rubric.model_validate(self.manifest.rubric) if self.manifest.rubric else None
+        return summarise(self.results, invalid=self.invalid, rubric=rubric, allow_mixed=allow_mixed)
 
 
 def load_run(folder: str | Path) -> Run:

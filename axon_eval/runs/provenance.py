@@ -75,14 +75,28 @@ def _requirement_name(spec: str) -> str | None:
     return m.group(1) if m else None
 
 
+def _declared_dependencies() -> list[str]:
+    """``project.dependencies`` of the checkout's ``pyproject.toml`` (the source of truth when the package
+    runs from its repository, even if the installed metadata is older), else of the installed metadata."""
+    import tomllib
+
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    try:
+        project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {})
+        if project.get("name") == DIST_NAME:
+            return list(project.get("dependencies", []))
+    except (OSError, ValueError):
+        pass
+    try:
+        return list(metadata.requires(DIST_NAME) or [])
+    except metadata.PackageNotFoundError:
+        return []
+
+
 @lru_cache(maxsize=1)
 def recorded_packages() -> tuple[str, ...]:
-    """``axon_eval`` and every runtime dependency the installed distribution declares."""
-    try:
-        requires = metadata.requires(DIST_NAME) or []
-    except metadata.PackageNotFoundError:  # running from a source tree that is not installed
-        requires = []
-    names = [n for n in (_requirement_name(r) for r in requires) if n]
+    """``axon_eval`` and every runtime dependency declared in ``pyproject.toml``."""
+    names = [n for n in (_requirement_name(r) for r in _declared_dependencies()) if n]
     return ("axon_eval", *sorted(set(names), key=str.lower))
 
 
