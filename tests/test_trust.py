@@ -276,3 +276,31 @@ def test_a_failed_run_keeps_what_it_had(tmp_path, evidence):
     assert m.status == "failed" and m.failure == "error" and "SimulatedCrash" in m.error
     kept = pd.read_parquet(folder / "results.parquet")
     assert 3 <= len(kept) <= 5 and kept["status"].eq("judged").all()
+
+
+# -- samples and members held honestly (issue 10) ----------------------------------------------------------
+def test_an_ensemble_run_keeps_every_member_and_flags_disagreement_on_the_numbers(tmp_path, evidence):
+    spec = "ensemble(heuristic, simulate(heuristic, sd=2, seed=4), reducer=mean)"
+    run = _evaluate(evidence, spec, tmp_path / "runs")
+    members = load_run(run.run_dir).members
+    assert members is not None and len(members) == 2 * len(run.results)
+    assert set(members["member"]) == {0, 1}
+    judged = run.results[run.results["status"] == "judged"]
+    for d in DIMENSIONS:
+        per_segment = members.groupby("segment_id")[d].agg(lambda v: v.max() - v.min())
+        expected = per_segment.loc[judged["segment_id"]].to_numpy()
+        np.testing.assert_allclose(judged[f"range_{d}"].to_numpy(), expected)
+    wide = judged[[f"range_{d}" for d in DIMENSIONS]].max(axis=1) >= 2
+    assert judged.loc[wide, "disagreement"].all()
+    assert judged["disagreement"].notna().all()
+
+
+def test_a_repeated_run_counts_segments_not_samples(tmp_path, evidence):
+    run = _evaluate(evidence, "repeat(simulate(heuristic, sd=1, seed=1), 3)", tmp_path / "runs")
+    c = run.manifest.counts
+    assert c.segments == 15 and c.samples == 45 and c.judged == 15
+    summary = run.summary()
+    assert summary["segments"] == 15 and summary["judged"] == 15
+    from axon_eval.summaries import format_summary
+
+    assert "judged: 15" in format_summary(summary)

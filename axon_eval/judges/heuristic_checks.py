@@ -467,7 +467,9 @@ def _int_word(token: str) -> int | None:
     return WORD_NUMBERS.get(token.lower())
 
 
-@functools.lru_cache(maxsize=8192)
+# Caches are bounded so that a streamed run's memory stays flat over a large file; they pay only when
+# texts repeat within a run (identical questions or SQL), which a few thousand entries cover.
+@functools.lru_cache(maxsize=2048)
 def profile_question(question: str) -> QuestionProfile:
     """Profile a question (cached per text). See :class:`QuestionProfile`."""
     names = [n.token for n in extract_names(question)]
@@ -556,7 +558,7 @@ _KINDS = ((exp.Select, "select"), (exp.Union, "select"), (exp.Insert, "insert"),
           (exp.Delete, "delete"), (exp.Drop, "drop"), (exp.Create, "create"), (exp.Alter, "alter"))
 
 
-@functools.lru_cache(maxsize=16384)
+@functools.lru_cache(maxsize=4096)
 def analyse_sql(sql: str) -> SqlAnalysis:
     """Parse ``sql`` (SQLite dialect) and collect :class:`SqlAnalysis` facts; cached per string.
 

@@ -205,7 +205,7 @@ class RunWriter:
         self.audit = JsonlAppender(folder / ("audit.jsonl.gz" if compress_audit else "audit.jsonl"),
                                    compress=compress_audit)
         self.results = ParquetAppender(folder / "results.parquet")
-        self.frames: list[pd.DataFrame] = []
+        self.members = ParquetAppender(folder / "members.parquet")  # ensembles: one row per member
         self.counts = RunCounts()
 
     def add(self, items: Sequence[SegmentItem], records: Sequence[JudgeRecord], rubric: Rubric,
@@ -233,8 +233,12 @@ class RunWriter:
         self.verdicts.write(r.model_dump_json() for r in records)
         self.audit.write(audit)
         if len(frame):
-            self.results.write(frame)
-            self.frames.append(frame)
+            self.results.write(frame)  # not kept: the table is read back once, after the last chunk
+        ensemble = [r for r in records if isinstance(r.extra, dict) and isinstance(r.extra.get("members"), list)]
+        if ensemble:
+            from ..stats.noise import members_frame
+
+            self.members.write(members_frame(ensemble))
         self._count(frame, n_turns)
         return frame
 
@@ -250,15 +254,19 @@ class RunWriter:
             c.unjudged_samples += int((frame["status"] != "judged").sum())
 
     def results_frame(self) -> pd.DataFrame:
-        return pd.concat(self.frames, ignore_index=True) if self.frames else empty_results()
+        """The committed ``results.parquet`` (one copy in memory, read after the last chunk)."""
+        path = self.folder / "results.parquet"
+        return pd.read_parquet(path) if path.exists() else empty_results()
 
     def commit(self) -> None:
         self.verdicts.commit()
         self.audit.commit()
         self.results.commit(empty=empty_results())
+        if self.members.count:
+            self.members.commit()
 
     def abort(self) -> None:
-        for appender in (self.verdicts, self.audit, self.results):
+        for appender in (self.verdicts, self.audit, self.results, self.members):
             appender.abort(keep=True)
 
 

@@ -93,6 +93,12 @@ class Run:
         return self._invalid
 
     @property
+    def members(self) -> pd.DataFrame | None:
+        """An ensemble run's ``members.parquet`` (one row per segment, sample and member), else ``None``."""
+        path = self.run_dir / "members.parquet"
+        return pd.read_parquet(path) if path.exists() else None
+
+    @property
     def figures_dir(self) -> Path:
         return self.run_dir / "figures"
 

@@ -34,8 +34,12 @@ RESULT_COLUMNS: tuple[str, ...] = (
     *CAP_FACTS, "recovered_errors", "n_steps", "n_sql_executed",
     "judge_id", "model", "prompt_version", "rubric_id", "status", "error", "view_sha256", "cached",
     "latency_ms", "cost_usd",
+    # ensembles only (NA otherwise): members' range per dimension and the disagreement flag of the judge
+    # (members' scored bands differ, or a range reaches its disagree_at); members.parquet has each member
+    "disagreement", *(f"range_{d}" for d in DIMENSIONS),
 )
-_FLOAT_COLUMNS = (*DIMENSIONS, "raw_score", "score", "latency_ms", "cost_usd")
+_RANGE_COLUMNS = tuple(f"range_{d}" for d in DIMENSIONS)
+_FLOAT_COLUMNS = (*DIMENSIONS, "raw_score", "score", "latency_ms", "cost_usd", *_RANGE_COLUMNS)
 
 
 def empty_results() -> pd.DataFrame:
@@ -131,6 +135,12 @@ def score_pair(item: SegmentItem, record: JudgeRecord, rubric: Rubric) -> tuple[
         "latency_ms": record.latency_ms if record.latency_ms is not None else np.nan,
         "cost_usd": record.cost_usd if record.cost_usd is not None else np.nan,
     })
+    extra = record.extra if isinstance(record.extra, dict) else {}
+    spread = extra.get("spread") if isinstance(extra.get("spread"), dict) else {}
+    row["disagreement"] = bool(extra["disagreement"]) if "disagreement" in extra else None
+    for d in DIMENSIONS:
+        value = (spread.get(d) or {}).get("range") if isinstance(spread.get(d), dict) else None
+        row[f"range_{d}"] = float(value) if value is not None else np.nan
     audit = {
         **item.base(),
         "sample_index": record.sample_index,
@@ -153,6 +163,7 @@ def results_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     for c in (*CAP_FACTS, "answer_captured", "cached"):
         frame[c] = frame[c].astype(bool)
     frame["verdict_matches_band"] = frame["verdict_matches_band"].astype("boolean")
+    frame["disagreement"] = frame["disagreement"].astype("boolean")
     return frame
 
 
