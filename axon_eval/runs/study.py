@@ -1,0 +1,85 @@
+"""Study run folders: what a study notebook writes besides its tables and figures.
+
+A study is a pure module in :mod:`axon_eval.stats` plus a thin notebook. Executed by the runner, the
+notebook gets ``run_dir`` (a fresh dated folder with a ``running`` manifest); opened by hand in
+JupyterLab it gets ``None`` and :func:`study_folder` makes a fresh folder. Either way the study ends with
+:func:`write_study`, which writes ``study.json`` -- the headline figures under the stable keys its issue
+names, plus ``study``, ``simulated`` and ``source_run`` -- and records in the manifest that this run is
+a study of that source (kind ``study``, ``source_run``, the SHA-256 of the source's ``results.parquet``
+and ``manifest.json`` among the inputs, judge and rubric ids).
+
+A study that read no earlier run (it judged its own evidence) passes ``source_run=None`` and its evidence
+files as ``inputs``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .io import default_runs_dir, file_sha256, iso, new_run_dir, to_jsonable, utc_now, write_json
+from .manifest import RunManifest
+from .provenance import package_versions, redact_secrets, relative_to_root, repository_root
+
+STUDY_FILE = "study.json"
+
+
+def study_folder(run_dir: str | Path | None, name: str, *, out_dir: str | Path | None = None) -> Path:
+    """``run_dir`` when the runner gave one, else a fresh dated folder ``<runs>/<date>_<name>`` holding a
+    ``running`` manifest of kind ``study`` (for a study notebook opened by hand)."""
+    if run_dir is not None:
+        folder = Path(run_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "figures").mkdir(exist_ok=True)
+        return folder
+    started = utc_now()
+    folder = new_run_dir(Path(out_dir) if out_dir is not None else default_runs_dir(repository_root()), name,
+                         now=started)
+    (folder / "figures").mkdir(exist_ok=True)
+    RunManifest(run_id=folder.name, status="running", kind="study", name=name, packages=package_versions(),
+                started_at=iso(started)).write(folder)
+    return folder
+
+
+def write_study(run_dir: str | Path, payload: Mapping[str, Any], *, study: str, simulated: bool,
+                source_run: str | Path | None = None, inputs: Iterable[str | Path] = (),
+                judge_id: str | None = None, rubric_id: str | None = None) -> Path:
+    """Write ``study.json`` into ``run_dir`` and record the study's provenance in its manifest.
+
+    ``payload`` holds the study's headline keys; ``study``, ``simulated`` and ``source_run`` are set here
+    (a payload disagreeing with them is an error, so a label cannot contradict the record). Returns the
+    path of ``study.json``.
+    """
+    folder = Path(run_dir)
+    root = repository_root()
+    source = relative_to_root(source_run, root) if source_run is not None else None
+    record = dict(to_jsonable(dict(payload)))
+    for key, value in (("study", study), ("simulated", bool(simulated)), ("source_run", source)):
+        if key in record and record[key] != value:
+            raise ValueError(f"study payload says {key}={record[key]!r} but the study is {key}={value!r}")
+        record[key] = value
+    ordered = {"study": record.pop("study"), "simulated": record.pop("simulated"),
+               "source_run": record.pop("source_run"), **record}
+    path = write_json(folder / STUDY_FILE, redact_secrets(ordered))
+
+    manifest_path = folder / "manifest.json"
+    if manifest_path.exists():
+        m = RunManifest.read(folder)
+    else:  # a folder made outside the runner and study_folder: give it a manifest
+        m = RunManifest(run_id=folder.name, status="running", kind="study", name=study,
+                        packages=package_versions(), started_at=iso(utc_now()))
+    m.kind = "study"
+    m.source_run = source
+    files = [Path(p) for p in inputs]
+    if source_run is not None:
+        files += [Path(source_run) / "results.parquet", Path(source_run) / "manifest.json"]
+    m.input_files = {**m.input_files, **{relative_to_root(f, root): file_sha256(f) for f in files if f.is_file()}}
+    m.judge_id = judge_id or m.judge_id
+    m.rubric_id = rubric_id or m.rubric_id
+    if simulated and not any("SIMULATED" in w for w in m.warnings):
+        m.warnings.append("SIMULATED: this study's judge noise is simulated, not measured on a real judge")
+    if m.status == "running" and manifest_path.exists() and m.kind == "study" and m.notebook is None:
+        m.status, m.ended_at = "complete", iso(utc_now())  # a hand-run study has no runner to finish it
+    m.write(folder)
+    return path
