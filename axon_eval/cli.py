@@ -88,9 +88,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    handler: Handler = args.handler
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        if argv[:1] == ["fake-judge-server"]:
+            # its options belong to the server's own parser (argparse cannot pass "--port" through a
+            # subcommand)
+            from .judges import fake_server
+
+            return int(fake_server.main(argv[1:]) or 0)
+        args = build_parser().parse_args(argv)
+        handler: Handler = args.handler
         return handler(args)
     except BrokenPipeError:
         # the reader went away (``| head``): stop quietly; point stdout at devnull so the interpreter's

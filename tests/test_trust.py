@@ -183,16 +183,17 @@ def test_rerun_of_an_evaluate_run_is_identical(tmp_path, evidence):
     assert comparison.n_compared == len(first.results) and comparison.max_abs_delta == 0
 
 
-def test_rerun_cli_of_a_notebook_run_accepts_its_own_params_json(tmp_path, capsys):
+def test_rerun_cli_of_a_notebook_run_accepts_its_own_params_json(tmp_path, capfd):
     out = tmp_path / "runs"
     assert cli.main(["run", "notebooks/01_evaluate.ipynb", "-f", "notebooks/params/smoke.yaml", "--out", str(out),
                      "--quiet", "--no-html"]) == EXIT_OK
+    # the kernel runs over IPC sockets: no "Kernel is running over TCP without encryption" noise
+    assert "without encryption" not in capfd.readouterr().err
     (first,) = [p for p in out.iterdir() if not p.name.startswith(".")]
     params = json.loads((first / "params.json").read_text())
     assert "concurrency" not in params and params["limit"] == 8  # exactly the notebook's parameters
-    capsys.readouterr()
     assert cli.main(["rerun", str(first)]) == EXIT_OK
-    text = capsys.readouterr().out
+    text = capfd.readouterr().out
     assert "IDENTICAL" in text
 
 
@@ -304,3 +305,9 @@ def test_a_repeated_run_counts_segments_not_samples(tmp_path, evidence):
     from axon_eval.summaries import format_summary
 
     assert "judged: 15" in format_summary(summary)
+
+
+def test_the_fake_judge_server_verb_starts_and_stops(capsys):
+    assert cli.main(["fake-judge-server", "--port", "0", "--lifetime", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "http://127.0.0.1:" in out and "ANTHROPIC_BASE_URL" in out
