@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from axon_eval.evidence import Turn, split_segments
-from axon_eval.judges import heuristic_checks as hc
+from axon_eval.judges import heuristic as hc
 from axon_eval.judges.heuristic import HeuristicJudge
 from axon_eval.view import render_view
 
@@ -310,6 +310,23 @@ def test_bundled_segments_judge_their_own_part_of_the_answer():
     assert second.answer_faithfulness <= 3 and '"+40"' in second.explanation
 
 
+def test_compatibility_module_reexports_the_package():
+    from axon_eval.judges import heuristic_checks
+
+    for name in ("extract_numbers", "number_support", "build_evidence", "check_faithfulness", "analyse_sql",
+                 "profile_question", "SUPPORTED", "Cell", "_mention_key"):
+        assert hasattr(heuristic_checks, name), name
+    assert heuristic_checks.analyse_sql is hc.analyse_sql
+
+
+def test_code_hash_covers_every_module_of_the_package():
+    from axon_eval.judges.heuristic import judge as judge_module
+
+    assert judge_module.heuristic_code_hash() in JUDGE.prompt_version
+    pkg = Path(judge_module.__file__).parent
+    assert (pkg / "faithfulness.py").suffix in judge_module.CODE_SUFFIXES
+
+
 def test_determinism_and_record_fields():
     view = final_view("Harbour City won 24-17.")
     r1, r2 = JUDGE.judge(view), JUDGE.judge(view)
@@ -322,9 +339,12 @@ def test_judge_module_never_reads_labels_or_scenarios():
     """Source check: no label/fixture imports, no file reading, no scenario or id literals in code."""
     import ast
 
-    pkg = ROOT / "axon_eval" / "judges"
-    for name in ("heuristic.py", "heuristic_checks.py"):
-        tree = ast.parse((pkg / name).read_text(encoding="utf-8"))
+    pkg = ROOT / "axon_eval" / "judges" / "heuristic"
+    files = sorted(pkg.rglob("*.py"))
+    assert len(files) >= 10
+    for path in files:
+        name = path.name
+        tree = ast.parse(path.read_text(encoding="utf-8"))
         docstrings = {id(n.body[0].value) for n in ast.walk(tree)
                       if isinstance(n, ast.Module | ast.FunctionDef | ast.ClassDef) and n.body
                       and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}

@@ -1,7 +1,7 @@
 """The offline heuristic judge: deterministic evidence checks, no model, no network, no key.
 
 ``HeuristicJudge`` (registry spec and ``judge_id`` ``heuristic``) grades one :class:`~axon_eval.view.EvidenceView`
-with the pure checks of :mod:`axon_eval.judges.heuristic_checks`:
+with the pure checks of the :mod:`axon_eval.judges.heuristic` package:
 
 * ``intent_understood``  question years/entities/measures/ordering vs the answering statement's
   filters, columns and aggregates (sqlglot);
@@ -33,28 +33,48 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..evidence import facts_from_statuses
-from ..rubric import Rubric
-from ..scoring import score_turn
-from . import heuristic_checks as hc
-from .base import Judge, JudgeRecord, Verdict
+from ...evidence import facts_from_statuses
+from ...rubric import Rubric
+from ...scoring import score_turn
+from ..base import Judge, JudgeRecord, Verdict
+from .claims import SUPPORTED, UNSUPPORTED, UNVERIFIABLE, ClaimCheck
+from .common import CheckResult
+from .evidence_index import build_evidence
+from .faithfulness import check_faithfulness
+from .intent import check_intent
+from .question import profile_question
+from .relevance import check_relevance
+from .segments import answer_for_segment
+from .sql_quality import check_sql_quality
+from .targeting import Targeting, assess_targeting, pick_answer_step
+from .text import detect_injection, enclosing_text
 
 #: Bump when the meaning of the checks changes; the code hash below changes with any edit anyway.
 HEURISTIC_VERSION = "1"
 
 
+#: Files of the package whose bytes make up :func:`heuristic_code_hash` (code and lexicons).
+CODE_SUFFIXES = (".py", ".yaml")
+
+
 @cache
 def heuristic_code_hash() -> str:
-    """Short SHA-256 of this module's and ``heuristic_checks``' source.
+    """Short SHA-256 of the heuristic package's source: every ``.py`` and lexicon ``.yaml`` file under
+    ``axon_eval/judges/heuristic/`` (relative path and bytes, in sorted order).
 
-    It is part of ``prompt_version`` and so of the verdict cache key: an edited check can never be
-    served a verdict cached by the previous code, even if nobody bumped ``HEURISTIC_VERSION``.
+    It is part of ``prompt_version`` and so of the verdict cache key: an edited check or lexicon can
+    never be served a verdict cached by the previous code, even if nobody bumped ``HEURISTIC_VERSION``.
     """
+    package = Path(__file__).resolve().parent
     digest = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("heuristic*.py")):
-        digest.update(path.name.encode())
+    files = sorted(p for p in package.rglob("*") if p.is_file() and p.suffix in CODE_SUFFIXES
+                   and "__pycache__" not in p.parts)
+    for path in files:
+        digest.update(path.relative_to(package).as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:10]
+
+
 _BAND_ORDER = {"good": 0, "partial": 1, "poor": 2}
 
 
@@ -78,25 +98,25 @@ class HeuristicJudge(Judge):
     # -- the judgement ------------------------------------------------------------------------
     def assess(self, view: Any) -> tuple[Verdict, dict[str, Any]]:
         """Grade ``view``; returns the :class:`Verdict` and structured details (claims, findings)."""
-        profile = hc.profile_question(view.question)
-        evidence = hc.build_evidence(view)
+        profile = profile_question(view.question)
+        evidence = build_evidence(view)
         horizon = view.row_horizon
         ok_steps = evidence.ok_steps
         candidates = ok_steps or [s for s in evidence.steps]
-        answer_step = hc.pick_answer_step(profile, candidates) if candidates else None
-        targeting = (hc.assess_targeting(profile, answer_step, horizon,
+        answer_step = pick_answer_step(profile, candidates) if candidates else None
+        targeting = (assess_targeting(profile, answer_step, horizon,
                                          [s for s in ok_steps if s is not answer_step])
-                     if answer_step is not None else hc.Targeting())
-        answer = hc.answer_for_segment(view)
+                     if answer_step is not None else Targeting())
+        answer = answer_for_segment(view)
 
-        intent = hc.check_intent(profile, evidence, answer_step, targeting, answer)
-        sql_q = hc.check_sql_quality(profile, evidence, answer_step if answer_step in ok_steps else None,
+        intent = check_intent(profile, evidence, answer_step, targeting, answer)
+        sql_q = check_sql_quality(profile, evidence, answer_step if answer_step in ok_steps else None,
                                      targeting, horizon)
-        relevance = hc.check_relevance(profile, evidence, answer_step if answer_step in ok_steps else None,
+        relevance = check_relevance(profile, evidence, answer_step if answer_step in ok_steps else None,
                                        targeting, answer, horizon)
         incomplete = bool(relevance.flags.get("incomplete"))
         ordered = any(s.sql.order for s in ok_steps)
-        faith, claims = hc.check_faithfulness(profile, evidence, answer, incomplete, ordered)
+        faith, claims = check_faithfulness(profile, evidence, answer, incomplete, ordered)
 
         subscores = {"intent_understood": intent.score, "sql_quality": sql_q.score,
                      "result_relevance": relevance.score, "answer_faithfulness": faith.score}
@@ -106,14 +126,14 @@ class HeuristicJudge(Judge):
         rule = ""
         if faith.score is not None and faith.score <= 3 and verdict == "good":
             verdict, rule = "partial", "unsupported claims: a user could not rely on the answer, so at best partial"
-        injections = list(evidence.injections) + [("answer", t) for t in hc.detect_injection(view.answer)]
+        injections = list(evidence.injections) + [("answer", t) for t in detect_injection(view.answer)]
         explanation = _explain(view, answer_step, intent, sql_q, relevance, faith, claims, injections, rule,
                                scored.score, scored.band, answer)
         details = {
             "answer_step": answer_step.index if answer_step is not None else None,
             "claims": [c.__dict__ for c in claims],
-            "unsupported_claims": [c.token for c in claims if c.status == hc.UNSUPPORTED],
-            "unverifiable_claims": [c.token for c in claims if c.status == hc.UNVERIFIABLE],
+            "unsupported_claims": [c.token for c in claims if c.status == UNSUPPORTED],
+            "unverifiable_claims": [c.token for c in claims if c.status == UNVERIFIABLE],
             "injections": [f"{where}: {text}" for where, text in injections],
             "score": scored.score,
             "band": scored.band,
@@ -136,8 +156,8 @@ class HeuristicJudge(Judge):
                            cache_key=self.cache_key(view, sample_index), extra={"heuristic": details})
 
 
-def _explain(view: Any, answer_step: Any, intent: hc.CheckResult, sql_q: hc.CheckResult,
-             relevance: hc.CheckResult, faith: hc.CheckResult, claims: list[hc.ClaimCheck],
+def _explain(view: Any, answer_step: Any, intent: CheckResult, sql_q: CheckResult,
+             relevance: CheckResult, faith: CheckResult, claims: list[ClaimCheck],
              injections: list[tuple[str, str]], rule: str, score: float, band: str,
              segment_answer: str | None) -> str:
     """A few sentences naming the specifics: mismatched filters, incomplete sets, unsupported claims."""
@@ -152,19 +172,19 @@ def _explain(view: Any, answer_step: Any, intent: hc.CheckResult, sql_q: hc.Chec
     if relevance.findings:
         parts.append(f"Rows {relevance.score}/10: " + "; ".join(relevance.findings) + ".")
     answer = segment_answer or ""
-    unsupported = [c for c in claims if c.status == hc.UNSUPPORTED]
-    unverifiable = [c for c in claims if c.status == hc.UNVERIFIABLE]
+    unsupported = [c for c in claims if c.status == UNSUPPORTED]
+    unverifiable = [c for c in claims if c.status == UNVERIFIABLE]
     if faith.score is None:
         parts.append("No answer captured: faithfulness is null.")
     else:
         bits = []
         for c in unsupported:
-            bits.append(f"unsupported {c.kind} \"{c.token}\" ({c.reason}) in \"{hc.enclosing_text(answer, c.start, c.end)}\"")
+            bits.append(f"unsupported {c.kind} \"{c.token}\" ({c.reason}) in \"{enclosing_text(answer, c.start, c.end)}\"")
         if unverifiable:
             bits.append("could not verify " + ", ".join(f"\"{c.token}\"" for c in unverifiable)
                         + " in the shown rows (the result is larger than the row horizon)")
         bits.extend(faith.findings)
-        supported = sum(1 for c in claims if c.status == hc.SUPPORTED)
+        supported = sum(1 for c in claims if c.status == SUPPORTED)
         head = f"Answer {faith.score}/10: {supported} of {supported + len(unsupported)} checkable claims supported"
         parts.append(head + ("; " + "; ".join(bits) if bits else "") + ".")
     if injections:

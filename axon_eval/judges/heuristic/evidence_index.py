@@ -1,0 +1,286 @@
+"""The evidence index: every value a claim may rest on, built once per judgement from the view
+(shown rows, row counts, column sums, tool outputs, question, filter literals), with the
+row/name lookups and the evidence sampler's search results."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...evidence import SqlStep, ToolStep
+from .sql_facts import SqlAnalysis, _parts, analyse_sql
+from .text import (
+    _ISO_DATE,
+    _YEAR_MAX,
+    _YEAR_MIN,
+    detect_injection,
+    extract_dates,
+    extract_numbers,
+    extract_years,
+)
+
+
+# =============================================================================================
+# Evidence: everything a claim may rest on
+# =============================================================================================
+@dataclass(frozen=True)
+class Cell:
+    """One numeric value the rows (or another source) hold; ``column`` parts are lower-case."""
+
+    value: float
+    column: tuple[str, ...]
+    source: str  # "row", "sum", "row_count", "tool", "question", "filter", "text"
+    step: int = -1
+    row: int = -1
+
+    @property
+    def fraction(self) -> bool:
+        """A value in [-1, 1] in a column not named as a percentage reads as a fraction."""
+        return abs(self.value) <= 1 and not any(p.startswith(("pct", "percent")) for p in self.column)
+
+
+@dataclass
+class StepInfo:
+    """A SQL step of the view with its analysis and row facts (``index`` is 1-based in the view)."""
+
+    index: int
+    step: SqlStep
+    sql: SqlAnalysis
+    shown: int
+    total: int
+    text: str  # lower-case text of the shown rows
+    #: the evidence sampler's selection of this statement's rows (``None``: the first rows, or all)
+    selection: Any = None
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > self.shown
+
+    def _searched(self, attr: str) -> frozenset[str]:
+        sel = self.selection
+        if sel is None or not sel.searched_all:
+            return frozenset()
+        return frozenset(_mention_key(t) for t in getattr(sel, attr))
+
+    @property
+    def absent_mentions(self) -> frozenset[str]:
+        """Mentions (normalised by :func:`_mention_key`) that a search of every row found in none."""
+        return self._searched("absent_mentions")
+
+    @property
+    def complete_mentions(self) -> frozenset[str]:
+        """Mentions (normalised) whose every holding row is shown, per a search of every row."""
+        return self._searched("complete_mentions")
+
+    @property
+    def ok(self) -> bool:
+        return self.step.status == "ok"
+
+
+@dataclass
+class Evidence:
+    """Support material of one view (built once per judgement)."""
+
+    steps: list[StepInfo]
+    tools: list[tuple[int, ToolStep]]
+    cells: list[Cell]
+    corpus: str  # lower-case: row strings, column names, tool outputs, question, filter literals
+    dates: frozenset[str]
+    truncated_steps: list[StepInfo]
+    complete_row_counts: list[int]
+    shown_counts_truncated: frozenset[int]
+    any_success: bool
+    injections: list[tuple[str, str]] = field(default_factory=list)
+    #: (step, row index) -> lower-case string cells of that shown row, with their column
+    row_strings: dict[tuple[int, int], list[tuple[str, str]]] = field(default_factory=dict)
+    #: years held by the rows (year-like columns and ISO dates)
+    row_years: frozenset[int] = frozenset()
+    #: capitalised string cells (names) -> the (step, row) keys holding them
+    proper_cells: dict[str, frozenset[tuple[int, int]]] = field(default_factory=dict)
+
+    def rows_named_in(self, sentence: str) -> set[tuple[int, int]]:
+        """Shown rows whose capitalised cells (team, player, venue names) occur in ``sentence``."""
+        low = sentence.lower().replace("’", "'")
+        keys: set[tuple[int, int]] = set()
+        for value, rows in self.proper_cells.items():
+            idx = low.find(value)
+            if idx >= 0 and not (idx > 0 and low[idx - 1].isalnum()) and not (
+                    idx + len(value) < len(low) and low[idx + len(value)].isalnum()):
+                keys |= rows
+        return keys
+
+    def names_in(self, sentence: str) -> dict[int, set[str]]:
+        """Per statement: the capitalised cell values of its shown rows that occur in ``sentence``."""
+        low = sentence.lower().replace("’", "'")
+        out: dict[int, set[str]] = {}
+        for value, rows in self.proper_cells.items():
+            idx = low.find(value)
+            if idx >= 0 and not (idx > 0 and low[idx - 1].isalnum()) and not (
+                    idx + len(value) < len(low) and low[idx + len(value)].isalnum()):
+                for step, _ in rows:
+                    out.setdefault(step, set()).add(value)
+        return out
+
+    def searched_absent(self, token: str) -> bool:
+        """True when there are cut results and a search of every row of each found ``token`` in none."""
+        key = _mention_key(token)
+        return bool(self.truncated_steps) and all(key in s.absent_mentions for s in self.truncated_steps)
+
+    def searched_fully(self, token: str) -> bool:
+        """True when there are cut results and, in each, a search of every row found ``token`` in no row
+        or showed every row holding it: the shown rows are then all the rows that bear on it."""
+        key = _mention_key(token)
+        return bool(self.truncated_steps) and all(key in s.absent_mentions | s.complete_mentions
+                                                  for s in self.truncated_steps)
+
+    def entities_complete(self, sentence: str) -> bool:
+        """True when every cut result shows, for the sentence, rows of named entities and every row
+        holding each of them (so those entities' rows are complete, as on an uncut result)."""
+        named = self.names_in(sentence)
+        return bool(self.truncated_steps) and all(
+            named.get(s.index) and named[s.index] <= s.complete_mentions for s in self.truncated_steps)
+
+    def rows_naming(self, name: str) -> set[tuple[int, int]]:
+        """Shown rows with a string cell equal to (or containing) ``name`` (case-insensitive)."""
+        n = name.lower()
+        return {key for key, cells in self.row_strings.items() if any(n == v or n in v for v, _ in cells)}
+
+    def name_column(self, name: str) -> set[str]:
+        n = name.lower()
+        return {c for cells in self.row_strings.values() for v, c in cells if n == v or n in v}
+
+    @property
+    def ok_steps(self) -> list[StepInfo]:
+        return [s for s in self.steps if s.ok]
+
+
+def _cell_text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def build_evidence(view: Any) -> Evidence:
+    """Collect the evidence of ``view`` (an :class:`~axon_eval.view.EvidenceView`).
+
+    Numbers: every numeric cell of the shown rows of successful statements (with its column), years
+    and numbers written inside string cells, row counts, sums of numeric columns over completely
+    shown results, numbers and listed-item counts of successful tool outputs, numbers of the
+    question and numeric WHERE literals of successful statements. Text: string cells, column names,
+    tool outputs, the question, string literals of successful statements' filters.
+    """
+    steps: list[StepInfo] = []
+    tools: list[tuple[int, ToolStep]] = []
+    cells: list[Cell] = []
+    texts: list[str] = [view.question.lower(), getattr(view, "full_question", view.question).lower()]
+    dates: set[str] = set()
+    injections: list[tuple[str, str]] = []
+    complete_counts: list[int] = []
+    shown_trunc: set[int] = set()
+    row_strings: dict[tuple[int, int], list[tuple[str, str]]] = {}
+    row_years: set[int] = set()
+    proper: dict[str, set[tuple[int, int]]] = {}
+    for number, step in enumerate(view.steps, start=1):
+        if isinstance(step, ToolStep):
+            tools.append((number, step))
+            if step.status != "ok" or step.output is None:
+                continue
+            out = step.output if isinstance(step.output, str) else repr(step.output)
+            texts.append(out.lower())
+            for inj in detect_injection(out):
+                injections.append((f"step {number} tool output", inj))
+            for n in extract_numbers(out):
+                cells.append(Cell(n.value, (), "tool", number))
+            lines = [ln for ln in out.splitlines() if ln.strip()]
+            cells.append(Cell(float(len(lines)), (), "tool", number))
+            indented = [ln for ln in lines if ln[:1].isspace()]
+            if indented:
+                cells.append(Cell(float(len(indented)), (), "tool", number))
+            dates.update(d.token for d in extract_dates(out))
+            continue
+        sql = analyse_sql(step.sql)
+        rows = step.rows
+        shown = len(rows)
+        total = step.row_count if step.row_count is not None else shown
+        row_text_parts: list[str] = []
+        if step.status == "ok":
+            cols = [tuple(_parts(c)) for c in step.columns] or [()] * (len(rows[0]) if rows else 0)
+            numeric_cols: dict[int, list[float]] = {}
+            for r_i, row in enumerate(rows):
+                strings: list[tuple[str, str]] = []
+                for j, value in enumerate(row):
+                    col = cols[j] if j < len(cols) else ()
+                    if isinstance(value, bool):
+                        continue
+                    if isinstance(value, int | float):
+                        if isinstance(value, float) and not math.isfinite(value):
+                            continue
+                        cells.append(Cell(float(value), col, "row", number, r_i))
+                        numeric_cols.setdefault(j, []).append(float(value))
+                        if any(p in ("year", "season") for p in col) and _YEAR_MIN <= value <= _YEAR_MAX:
+                            row_years.add(int(value))
+                    elif isinstance(value, str):
+                        row_text_parts.append(value)
+                        strings.append((value.lower(), "_".join(col)))
+                        if value[:1].isupper() and len(value) >= 3 and not _ISO_DATE.fullmatch(value):
+                            proper.setdefault(value.lower(), set()).add((number, r_i))
+                        for inj in detect_injection(value):
+                            injections.append((f"step {number} row value", inj))
+                        for d in extract_dates(value):
+                            dates.add(d.token)
+                            row_years.add(int(d.token[:4]))
+                            cells.append(Cell(float(d.token[:4]), col, "text", number, r_i))
+                        if not _ISO_DATE.fullmatch(value):
+                            for n in extract_numbers(value):
+                                cells.append(Cell(n.value, col, "text", number, r_i))
+                row_strings[(number, r_i)] = strings
+            cells.append(Cell(float(total), ("rows",), "row_count", number))
+            if total <= shown:
+                complete_counts.append(total)
+                for j, values in numeric_cols.items():
+                    if len(values) > 1:
+                        col = cols[j] if j < len(cols) else ()
+                        cells.append(Cell(float(sum(values)), col, "sum", number))
+            else:
+                shown_trunc.add(shown)
+            for f in sql.filters:
+                if f.is_string:
+                    texts.append(f.value.lower())
+                else:
+                    try:
+                        cells.append(Cell(float(f.value), (f.column,), "filter", number))
+                    except ValueError:
+                        pass
+            texts.extend(c.lower() for c in step.columns)
+            texts.extend(p.lower() for p in row_text_parts)
+        selections = getattr(view, "row_selections", ()) or ()
+        selection = selections[number - 1] if number - 1 < len(selections) else None
+        steps.append(StepInfo(number, step, sql, shown, total, "\n".join(row_text_parts).lower(), selection))
+    for n in extract_numbers(view.question):
+        cells.append(Cell(n.value, (), "question"))
+    for y in extract_years(view.question):
+        cells.append(Cell(float(y), (), "question"))
+    dates.update(d.token for d in extract_dates(view.question))
+    for inj in detect_injection(view.question):
+        injections.append(("question", inj))
+    corpus = "\n".join(texts).replace("’", "'")
+    truncated = [s for s in steps if s.ok and s.truncated]
+    return Evidence(steps=steps, tools=tools, cells=cells, corpus=corpus, dates=frozenset(dates),
+                    truncated_steps=truncated, complete_row_counts=complete_counts,
+                    shown_counts_truncated=frozenset(shown_trunc),
+                    any_success=any(s.ok for s in steps) or any(t.status == "ok" for _, t in tools),
+                    injections=injections, row_strings=row_strings, row_years=frozenset(row_years),
+                    proper_cells={k: frozenset(v) for k, v in proper.items() if len(k) < 80})
+
+
+_PLAIN_NUMBER = re.compile(r"[-−–+]?(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)\s?(?:%|per ?cent|percent)?")
+
+
+def _mention_key(token: str) -> str:
+    """A mention as both the evidence sampler and the claim checks write it: a plain number as its
+    digits (``+12`` and ``12`` -> ``12``; ``7.10%`` -> ``7.10``); anything else (names, dates, numbers
+    with a scale word or spelled out) lower-cased, so it matches only the same text."""
+    m = _PLAIN_NUMBER.fullmatch(token.strip())
+    return m.group(1) if m else token.strip().lower().replace("’", "'")
+
+

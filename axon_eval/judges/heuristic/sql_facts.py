@@ -1,0 +1,192 @@
+"""SQL facts: sqlglot analysis of one statement (tables, identifiers, literals, filters, years,
+aggregates, ORDER BY, LIMIT), cached per SQL string, and where a measure appears in it."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+
+from .lexicon import MEASURES
+from .text import _ISO_DATE, _YEAR_MAX, _YEAR_MIN
+
+
+# =============================================================================================
+# SQL analysis (sqlglot, cached per SQL string)
+# =============================================================================================
+@dataclass(frozen=True)
+class SqlFilter:
+    """One ``column <op> literal`` condition found in a WHERE / HAVING / JOIN ON clause."""
+
+    column: str
+    op: str
+    value: str
+    is_string: bool
+
+    @property
+    def specific(self) -> bool:
+        """A filter on one specific thing: a proper name, an ISO date, or an id number."""
+        if self.is_string:
+            return bool(_ISO_DATE.fullmatch(self.value)) or any(c.isupper() for c in self.value[:1])
+        return self.column == "id" or self.column.endswith("_id")
+
+
+@dataclass(frozen=True)
+class SqlAnalysis:
+    """Facts about one SQL statement.
+
+    ``identifiers``: lower-case parts of referenced columns, tables and function names (output
+    aliases excluded); ``aliases``: output alias parts; ``literals``: string literals anywhere;
+    ``filters``: literal conditions in WHERE/HAVING/JOIN ON (any scope, CTEs included);
+    ``years``: years in WHERE literals (numbers and dates); ``condition_columns``: columns used in
+    WHERE/JOIN ON; ``order``: (expression text, descending) of the outer ORDER BY; ``limit``.
+    """
+
+    parsed: bool
+    kind: str
+    tables: frozenset[str] = frozenset()
+    identifiers: frozenset[str] = frozenset()
+    aliases: frozenset[str] = frozenset()
+    literals: frozenset[str] = frozenset()
+    filters: tuple[SqlFilter, ...] = ()
+    years: frozenset[int] = frozenset()
+    aggregates: frozenset[str] = frozenset()
+    count_only: bool = False
+    group_by: bool = False
+    order: tuple[tuple[str, bool], ...] = ()
+    limit: int | None = None
+    condition_columns: frozenset[str] = frozenset()
+    all_columns: frozenset[str] = frozenset()
+    error: str = ""
+
+    @property
+    def has_where(self) -> bool:
+        return bool(self.filters) or bool(self.condition_columns)
+
+
+def _parts(name: str) -> list[str]:
+    return [p for p in re.split(r"[_\-\s.]+", name.lower()) if p]
+
+
+_KINDS = ((exp.Select, "select"), (exp.Union, "select"), (exp.Insert, "insert"), (exp.Update, "update"),
+          (exp.Delete, "delete"), (exp.Drop, "drop"), (exp.Create, "create"), (exp.Alter, "alter"))
+
+
+@functools.lru_cache(maxsize=4096)
+def analyse_sql(sql: str) -> SqlAnalysis:
+    """Parse ``sql`` (SQLite dialect) and collect :class:`SqlAnalysis` facts; cached per string.
+
+    A statement sqlglot cannot parse gives ``parsed=False`` with the parser's message in ``error``.
+    """
+    try:
+        tree = sqlglot.parse_one(sql, read="sqlite")
+    except Exception as exc:  # sqlglot raises ParseError / TokenError; both mean "unparseable"
+        return SqlAnalysis(parsed=False, kind="unknown", error=str(exc).splitlines()[0][:160])
+    if tree is None:
+        return SqlAnalysis(parsed=False, kind="unknown", error="empty statement")
+    kind = next((k for cls, k in _KINDS if isinstance(tree, cls)), type(tree).__name__.lower())
+    tables = frozenset(t.name.lower() for t in tree.find_all(exp.Table) if t.name)
+    columns = [c for c in tree.find_all(exp.Column)]
+    alias_names = {a.alias.lower() for a in tree.find_all(exp.Alias) if a.alias}
+    all_columns = frozenset(c.name.lower() for c in columns if c.name)
+    identifiers: set[str] = set()
+    for name in all_columns | tables:
+        identifiers.update(_parts(name))
+    aggregates: set[str] = set()
+    for f in tree.find_all(exp.Func):
+        fname = (f.sql_name() if hasattr(f, "sql_name") else type(f).__name__).lower()
+        identifiers.update(_parts(fname))
+        if isinstance(f, exp.AggFunc):
+            aggregates.add(fname)
+    literals = {lit.this.lower() for lit in tree.find_all(exp.Literal) if lit.is_string}
+    numeric_literals = [lit.this for lit in tree.find_all(exp.Literal) if not lit.is_string]
+    identifiers.update(numeric_literals)
+    aliases: set[str] = set()
+    for a in alias_names:
+        aliases.update(_parts(a))
+
+    conditions: list[exp.Expression] = []
+    for node in tree.find_all(exp.Where, exp.Having):
+        conditions.append(node.this)
+    for j in tree.find_all(exp.Join):
+        on = j.args.get("on")
+        if on is not None:
+            conditions.append(on)
+    filters: list[SqlFilter] = []
+    years: set[int] = set()
+    cond_cols: set[str] = set()
+    for cond in conditions:
+        cond_cols.update(c.name.lower() for c in cond.find_all(exp.Column) if c.name)
+        for lit in cond.find_all(exp.Literal):
+            text = lit.this
+            if lit.is_string:
+                d = _ISO_DATE.search(text)
+                if d:
+                    years.add(int(d.group(1)))
+                elif re.fullmatch(r"(19|20)\d\d", text):
+                    years.add(int(text))
+            else:
+                try:
+                    v = float(text)
+                except ValueError:
+                    continue
+                if v.is_integer() and _YEAR_MIN <= v <= _YEAR_MAX:
+                    years.add(int(v))
+        for node in cond.find_all(exp.EQ, exp.NEQ, exp.In, exp.Like, exp.GT, exp.GTE, exp.LT, exp.LTE):
+            if isinstance(node, exp.In):
+                col = node.this
+                lits = [e for e in node.expressions if isinstance(e, exp.Literal)]
+            else:
+                left, right = node.this, node.expression
+                col, lit_node = (left, right) if isinstance(right, exp.Literal) else (right, left)
+                lits = [lit_node] if isinstance(lit_node, exp.Literal) else []
+            if not lits or not isinstance(col, exp.Column):
+                continue
+            op = type(node).__name__.lower()
+            for lit in lits:
+                filters.append(SqlFilter(col.name.lower(), op, lit.this, lit.is_string))
+
+    order: tuple[tuple[str, bool], ...] = ()
+    limit: int | None = None
+    outer = tree
+    if isinstance(outer, exp.Select | exp.Union):
+        o = outer.args.get("order")
+        if o is not None:
+            order = tuple((ordered.this.sql(dialect="sqlite").lower(), bool(ordered.args.get("desc")))
+                          for ordered in o.expressions)
+        lim = outer.args.get("limit")
+        if lim is not None:
+            expr = lim.args.get("expression") or lim.this
+            try:
+                limit = int(expr.this) if isinstance(expr, exp.Literal) else None
+            except (TypeError, ValueError):
+                limit = None
+    count_only = bool(aggregates) and aggregates <= {"count"}
+    group_by = any(True for _ in tree.find_all(exp.Group))
+    return SqlAnalysis(parsed=True, kind=kind, tables=tables, identifiers=frozenset(identifiers),
+                       aliases=frozenset(aliases), literals=frozenset(literals), filters=tuple(filters),
+                       years=frozenset(years), aggregates=frozenset(aggregates), count_only=count_only,
+                       group_by=group_by, order=order, limit=limit, condition_columns=frozenset(cond_cols),
+                       all_columns=all_columns)
+
+
+def measure_in_sql(measure: str, sql: SqlAnalysis) -> str:
+    """Where ``measure`` appears in ``sql``: ``"computed"`` (a column, table, function or literal),
+    ``"alias"`` (only as an output name), or ``""`` (absent)."""
+    stems = MEASURES[measure][1]
+
+    def hit(parts: Iterable[str]) -> bool:
+        return any(p.startswith(s) for p in parts for s in stems)
+
+    literal_parts = [p for lit in sql.literals for p in _parts(lit)]
+    if hit(sql.identifiers) or hit(literal_parts):
+        return "computed"
+    if hit(sql.aliases):
+        return "alias"
+    return ""
+
+

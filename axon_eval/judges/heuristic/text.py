@@ -1,0 +1,271 @@
+"""Text extraction: numbers (precision, percent, scale, sign, spelled), ISO dates, capitalised
+names, years, sentences and clauses, instruction-like phrases; plus the small normalisers
+(``_norm``, ``_stem``) the other modules share."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .lexicon import (
+    ORDINAL_WORDS,
+    SCALE_WORDS,
+    WORD_NUMBERS,
+    _CONNECTORS,
+    _GENERIC_EDGE,
+    _INJECTION,
+    _NOT_NAME_WORDS,
+)
+
+
+# =============================================================================================
+# Regexes (compiled once)
+# =============================================================================================
+_ISO_DATE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
+_NUMBER = re.compile(
+    r"(?P<sign>(?<![\w.,])[-−–+](?=\d))?"
+    r"(?<![\w.])(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\w]*\d)"
+    r"(?P<ord>st|nd|rd|th)?\b"
+    r"(?P<pct>\s?%|\s?per ?cent\b|\s?percent\b)?"
+    r"(?:\s?(?P<scale>thousand|million|billion|bn|mn|k|m)\b)?",
+)
+_WORD_NUMBER = re.compile(
+    r"\b(?P<tens>" + "|".join(w for w, v in WORD_NUMBERS.items() if v >= 20) + r")(?:[- ](?P<unit>"
+    + "|".join(w for w, v in WORD_NUMBERS.items() if 1 <= v <= 9) + r"))?\b|\b(?P<word>"
+    + "|".join(WORD_NUMBERS) + r")\b", re.I)
+_RANK_CLAIM = re.compile(r"\b(?P<rank>" + "|".join(ORDINAL_WORDS) + r"|\d+(?:st|nd|rd|th))[- ](?:highest|best|most|"
+                         r"lowest|largest|biggest|worst|fewest|place[d]?|leading)\b", re.I)
+_WORD = re.compile(r"[A-Za-zÀ-ÖØ-öø-ÿ][\w'’\-]*")
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\s*\n\s*")
+_CLAUSE_SPLIT = re.compile(r"[;:]\s+|,\s+|\s+-\s+|\s+—\s+|\(|\)")
+_QUOTED = re.compile(r"[\"“']([^\"”']{2,60})[\"”']")
+_TOKEN = re.compile(r"[a-z0-9]+")
+_YEAR_MIN, _YEAR_MAX = 1900, 2100
+
+
+# =============================================================================================
+# Mentions
+# =============================================================================================
+@dataclass(frozen=True)
+class NumberMention:
+    """One number as written in a text.
+
+    ``token`` is the exact substring (``"7.10%"``, ``"12,345"``, ``"+12"``, ``"seven"``); ``value`` the
+    signed value after a scale word (a percentage keeps its written digits: ``7.10%`` -> 7.1);
+    ``tolerance`` half a unit of the last displayed digit; ``explicit_sign`` is ``"+"``, ``"-"`` or
+    ``""``; ``unit`` the following word (lower case) when any.
+    """
+
+    token: str
+    start: int
+    end: int
+    value: float
+    tolerance: float
+    percent: bool = False
+    explicit_sign: str = ""
+    word: bool = False
+    ordinal: bool = False
+    unit: str = ""
+
+    @property
+    def is_year(self) -> bool:
+        return (not self.percent and not self.ordinal and self.tolerance == 0.5 and self.explicit_sign == ""
+                and _YEAR_MIN <= self.value <= _YEAR_MAX and float(self.value).is_integer())
+
+
+@dataclass(frozen=True)
+class TextMention:
+    """A name, date, rank or absolute claim as written: exact ``token`` and its span."""
+
+    kind: str  # name | date | rank | universal
+    token: str
+    start: int
+    end: int
+    value: Any = None
+
+
+def _unit_after(text: str, end: int) -> str:
+    m = re.match(r"[\s\-]*(?:of the\s+|more\s+|pool\s+|penalty\s+)?([A-Za-z]+)", text[end:end + 30])
+    return m.group(1).lower() if m else ""
+
+
+def extract_dates(text: str) -> list[TextMention]:
+    """ISO dates ``YYYY-MM-DD`` as whole mentions (their digits are not read as separate numbers)."""
+    return [TextMention("date", m.group(0), m.start(), m.end(), m.group(0)) for m in _ISO_DATE.finditer(text)]
+
+
+def extract_numbers(text: str, skip_spans: Sequence[tuple[int, int]] = ()) -> list[NumberMention]:
+    """Numeric mentions in ``text``, left to right; digits inside ``skip_spans`` (dates) are ignored.
+
+    Handles thousands separators (``12,345``), decimals (precision kept), percentages (``7.1%``,
+    ``7.1 per cent``), scale words (``1.2 million``, ``12k``), ordinals (``3rd``), explicit signs
+    (``-12``, ``+12``; a hyphen between two numbers such as ``24-17`` is a separator, not a sign) and
+    spelled numbers (``seven``, ``twenty-one``; ``one`` only when not followed by ``of``).
+    """
+    out: list[NumberMention] = []
+    spans = list(skip_spans) + [(d.start, d.end) for d in extract_dates(text)]
+
+    def skipped(a: int, b: int) -> bool:
+        return any(s <= a < e or s < b <= e for s, e in spans)
+
+    for m in _NUMBER.finditer(text):
+        if skipped(m.start("num"), m.end("num")):
+            continue
+        num = m.group("num")
+        digits = num.replace(",", "")
+        decimals = len(digits.split(".")[1]) if "." in digits else 0
+        value = float(digits)
+        scale = SCALE_WORDS.get((m.group("scale") or "").lower(), 1.0)
+        if m.group("scale") in ("m", "k") and not m.group(0).rstrip().endswith(m.group("scale")):
+            scale = 1.0
+        sign = m.group("sign") or ""
+        sign = "-" if sign in ("-", "−", "–") else sign
+        # A hyphen directly after a digit/letter ("24-17") was excluded by the lookbehind.
+        signed = -value if sign == "-" else value
+        tol = 0.5 * 10 ** (-decimals) * scale
+        token = m.group(0).rstrip()
+        out.append(NumberMention(token=token, start=m.start(), end=m.start() + len(token),
+                                 value=signed * scale, tolerance=tol,
+                                 percent=bool(m.group("pct")), explicit_sign=sign,
+                                 ordinal=bool(m.group("ord")), unit=_unit_after(text, m.start() + len(token))))
+    for m in _WORD_NUMBER.finditer(text):
+        if skipped(m.start(), m.end()):
+            continue
+        if m.group("word"):
+            w = m.group("word").lower()
+            if w == "one" and re.match(r"\s+of\b|\s*-\s*(?:sided|off)\b", text[m.end():m.end() + 8], re.I):
+                continue
+            value = WORD_NUMBERS[w]
+        else:
+            value = WORD_NUMBERS[m.group("tens").lower()] + (WORD_NUMBERS[m.group("unit").lower()] if m.group("unit") else 0)
+        if m.start() > 0 and text[m.start() - 1] == "-":  # e.g. "one-sided", "a two-try"
+            continue
+        out.append(NumberMention(token=m.group(0), start=m.start(), end=m.end(), value=float(value),
+                                 tolerance=0.5, word=True, unit=_unit_after(text, m.end())))
+    out.sort(key=lambda n: n.start)
+    return out
+
+
+def _is_cap(word: str) -> bool:
+    return word[:1].isupper() and not word.isupper()
+
+
+def _sentence_starts(text: str) -> set[int]:
+    starts = {0}
+    for m in re.finditer(r"(?:[.!?:;]\s+|\n\s*|[\[(]\s*|\d+[.)]\s+|\s-\s+|^\s*)", text):
+        starts.add(m.end())
+    return starts
+
+
+def extract_names(text: str) -> list[TextMention]:
+    """Capitalised names: sequences of capitalised words (joined by particles such as ``of``/``van``).
+
+    A sequence of two or more capitalised words counts anywhere (after trimming generic edge words:
+    ``The``, ``Pool``, ``Final``...); a single capitalised word counts only mid-sentence and when it
+    is not a common word (so sentence starters are not names). All-caps words (SQL keywords, acronyms)
+    and possessive ``'s`` are dropped.
+    """
+    starts = _sentence_starts(text)
+    words = [(m.group(0), m.start(), m.end()) for m in _WORD.finditer(text)]
+    out: list[TextMention] = []
+    i = 0
+    while i < len(words):
+        w, s, e = words[i]
+        if not _is_cap(w):
+            i += 1
+            continue
+        seq = [(w, s, e)]
+        j = i + 1
+        while j < len(words):
+            nw, ns, ne = words[j]
+            gap = text[seq[-1][2]:ns]
+            if gap not in (" ", "\u00a0"):
+                break
+            if _is_cap(nw):
+                seq.append((nw, ns, ne))
+                j += 1
+                continue
+            if nw.lower() in _CONNECTORS and j + 1 < len(words) and _is_cap(words[j + 1][0]) \
+                    and text[ne:words[j + 1][1]] == " ":
+                seq.append((nw, ns, ne))
+                j += 1
+                continue
+            break
+        i = j
+        # strip possessives and trim generic edge words
+        seq = [(re.sub(r"['’]s$", "", a), b, c - (len(a) - len(re.sub(r"['’]s$", "", a)))) for a, b, c in seq]
+        while seq and (seq[0][0].lower() in _GENERIC_EDGE or seq[0][0].lower() in _NOT_NAME_WORDS):
+            seq.pop(0)
+        while seq and (seq[-1][0].lower() in _GENERIC_EDGE or seq[-1][0].lower() in _CONNECTORS):
+            seq.pop()
+        if not seq:
+            continue
+        if len(seq) == 1:
+            word, ws, we = seq[0]
+            if ws in starts or word.lower() in _NOT_NAME_WORDS or len(word) < 3:
+                continue
+        token = text[seq[0][1]:seq[-1][2]]
+        out.append(TextMention("name", token, seq[0][1], seq[-1][2], token))
+    return out
+
+
+def extract_years(text: str) -> frozenset[int]:
+    """Years 1900-2100 written in ``text`` (plain, in ISO dates, and ``2023/24`` season forms)."""
+    years = {int(m.group(0)) for m in re.finditer(r"(?<!\d)(?:19|20)\d\d(?!\d)", text)}
+    for m in re.finditer(r"(?<!\d)((?:19|20)\d\d)[/-](\d\d)(?!\d)", text):
+        y = int(m.group(1))
+        if int(m.group(2)) == (y + 1) % 100:
+            years.add(y + 1)
+    return frozenset(y for y in years if _YEAR_MIN <= y <= _YEAR_MAX)
+
+
+def detect_injection(text: str | None) -> list[str]:
+    """Instruction-like phrases aimed at an evaluator (``ignore previous instructions``, ...).
+
+    The heuristic never follows them (it reads no instructions); they are only reported.
+    """
+    if not text:
+        return []
+    return [m.group(0) for m in _INJECTION.finditer(text)]
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """Sentence spans of ``text`` (split after ``.``/``!``/``?`` + space + capital/digit, and at newlines)."""
+    spans, start = [], 0
+    for m in _SENTENCE_SPLIT.finditer(text):
+        if m.start() > start:
+            spans.append((start, m.start()))
+        start = m.end()
+    if start < len(text):
+        spans.append((start, len(text)))
+    return spans
+
+
+def enclosing_text(text: str, start: int, end: int, limit: int = 160) -> str:
+    """The sentence around ``[start, end)``; when longer than ``limit``, the clause around it."""
+    for a, b in split_sentences(text):
+        if a <= start < b:
+            sentence = text[a:b].strip()
+            if len(sentence) <= limit:
+                return sentence
+            cuts = [0] + [m.end() for m in _CLAUSE_SPLIT.finditer(text[a:b])] + [b - a]
+            lo = max(c for c in cuts if c <= start - a)
+            hi = min((c for c in cuts if c >= end - a), default=b - a)
+            return text[a + lo:a + hi].strip(" ,;:()")
+    return text[start:end]
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text.lower().replace("’", "'").replace("_", " ").replace("-", " ")).strip()
+
+
+def _stem(word: str) -> str:
+    w = word.lower()
+    for suffix in ("ies", "es", "s"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            return w[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return w
+
+
