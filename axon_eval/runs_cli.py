@@ -54,8 +54,12 @@ def _finish(manifest: Any, strict: bool) -> int:
 
     code = exit_code(manifest, strict=strict)
     c = manifest.counts
-    line = (f"status: {manifest.status} (exit {code}): {c.judged} of {c.segments} segments judged, "
-            f"{c.unjudged} unjudged, {c.invalid} invalid input line(s)")
+    if manifest.kind in ("study", "compare") or (manifest.kind == "notebook" and c.segments == 0 and not c.turns):
+        # a study or comparison judges nothing itself: its counts are not the point
+        line = f"status: {manifest.status} (exit {code})" + (f": {manifest.error}" if manifest.error else "")
+    else:
+        line = (f"status: {manifest.status} (exit {code}): {c.judged} of {c.segments} segments judged, "
+                f"{c.unjudged} unjudged, {c.invalid} invalid input line(s)")
     print(line, file=sys.stderr if code else sys.stdout)
     for warning in manifest.warnings:
         print(f"WARNING: {warning}", file=sys.stderr)

@@ -348,7 +348,7 @@ def test_judge_noise_summary_json_has_exactly_the_study_keys():
     assert tuple(payload) == STUDY_KEYS
     text = json.dumps(payload, allow_nan=False)  # NaN never reaches study.json
     back = json.loads(text)
-    assert back["study"] == "judge_noise" and back["simulated"] is True
+    assert back["study"] == "03_judge_noise" and back["simulated"] is True
     assert back["n_segments"] == 150 and back["n_samples"] == 5  # segments, not 749 samples
     assert set(back["sd"]) == {*DIMENSIONS, "score"}
     assert set(back["icc1"]["sql_quality"]) == {"value", "ci_low", "ci_high"}

@@ -167,3 +167,14 @@ def test_the_budget_stops_a_paid_run_before_it_is_exceeded(tmp_path, evidence, s
     stopped = run.results[run.results["status"] == "unjudged"]
     assert len(stopped) >= 1 and stopped["error"].str.contains("max_cost_usd").all()
     assert any("budget" in w for w in run.manifest.warnings)
+
+
+def test_the_budget_also_bounds_a_batch(tmp_path, evidence, server):
+    spec = f"anthropic:claude-haiku-4-5@{server.url}"
+    run = evaluate(evidence, spec, Rubric.default(), out_dir=tmp_path / "runs", cache=False, progress=False,
+                   figures=False, batch=True, batch_poll_s=0.01, max_cost_usd=0.004, limit=4)
+    assert run.manifest.status == "partial" and run.manifest.estimated_cost_usd > 0.004
+    assert run.manifest.batch["requests"] < len(run.results)
+    assert run.manifest.cost_usd <= 0.004
+    stopped = run.results[run.results["status"] == "unjudged"]
+    assert len(stopped) and stopped["error"].str.contains("max_cost_usd").all()

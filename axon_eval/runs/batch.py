@@ -15,6 +15,9 @@ within 24 hours. A batch that was submitted is paid for, so it must never be sub
    are stored in the verdict cache; errored, expired or cancelled requests become error records
    (unjudged segments, never 0).
 
+With ``max_cost_usd``, only the requests whose estimated batch-price cost (:mod:`.budget`) fits in the
+budget are submitted, in input order; the rest are unjudged rows that say the budget stopped them.
+
 Only ``anthropic:<model>`` and ``repeat(anthropic:<model>, n)`` judges can batch; other judges are refused
 with a clear error before anything is written.
 """
@@ -30,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..rubric import Rubric
 from ..view import EvidenceView
+from .budget import estimate_view_cost
 from .io import atomic_write_text, iso, utc_now, write_json
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -115,9 +119,11 @@ def _record(leaf: Any, view: EvidenceView, sample: int, result: Any, batch_id: s
 
 def judge_run_in_batch(judge: Any, chunks: Iterable[tuple[list[Any], list[EvidenceView], int]], writer: RunWriter,
                        rubric: Rubric, *, cache: Any, folder: Path, manifest: RunManifest, usage: _Usage,
-                       poll_interval: float = 30.0, timeout: float = 25 * 3600.0, bar: Any = None) -> None:
+                       poll_interval: float = 30.0, timeout: float = 25 * 3600.0, bar: Any = None,
+                       max_cost_usd: float | None = None) -> None:
     """Judge every chunk through one resumable Message Batch and write them (module docstring)."""
     from ..judges.base import run_sync
+    from .evaluate import BUDGET_ERROR
 
     leaf, samples = batch_leaf(judge)
     chunk_list = list(chunks)
@@ -132,6 +138,24 @@ def judge_run_in_batch(judge: Any, chunks: Iterable[tuple[list[Any], list[Eviden
     for job, key in zip(jobs, keys, strict=True):
         job_of.setdefault(key, job)
     missing = {k for k in keys if k not in ready}
+    order = {}
+    for i, key in enumerate(keys):
+        order.setdefault(key, i)
+    over_budget: set[str] = set()
+
+    def within_budget(todo: list[str]) -> list[str]:
+        """The prefix of ``todo`` whose estimated cost fits the budget; the rest are marked over budget."""
+        planned = usage.spent
+        kept = []
+        for key in todo:
+            cost = estimate_view_cost(leaf, job_of[key][0], batch=True) or 0.0
+            if planned + cost > max_cost_usd:
+                over_budget.update(todo[len(kept):])
+                break
+            planned += cost
+            kept.append(key)
+        return kept
+
     registry = registry_dir(cache, folder)
     info: dict[str, Any] = {"registry": str(registry), "resumed": [], "submitted": [], "requests": 0,
                             "pricing": "Message Batches: batch_discount of judges/prices.yaml applied to every cost"}
@@ -158,7 +182,9 @@ def judge_run_in_batch(judge: Any, chunks: Iterable[tuple[list[Any], list[Eviden
                 await collect(state["batch_id"])
                 state.update(status="collected", collected_at=iso(utc_now()))
                 _write_state(path, state)
-            todo = sorted(missing - set(ready))
+            todo = sorted(missing - set(ready), key=order.__getitem__)
+            if max_cost_usd is not None:
+                todo = within_budget(todo)
             if todo:
                 requests = [{"custom_id": k, "params": leaf.request_params(job_of[k][0], for_batch=True)}
                             for k in todo]
@@ -190,7 +216,9 @@ def judge_run_in_batch(judge: Any, chunks: Iterable[tuple[list[Any], list[Eviden
             for s in range(samples):
                 key = keys[k]
                 rec = ready.get(key)
-                if rec is None:
+                if rec is None and key in over_budget:
+                    rec = leaf.error_record(view, s, BUDGET_ERROR.format(budget=max_cost_usd, spent=usage.spent))
+                elif rec is None:
                     rec = leaf.error_record(view, s, "no result for this request in any batch")
                 elif key in used:  # identical views share one request: its cost is counted once
                     rec = rec.model_copy(update={"segment_id": view.segment_id, "cached": True})

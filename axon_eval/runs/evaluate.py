@@ -488,12 +488,15 @@ def evaluate(
         manifest.write(folder)
         (folder / "figures").mkdir(exist_ok=True)
         sampler = _rubric_sampler(rubric)
-        if is_paid(judge) and isinstance(turn_source, Path) and limit is None:
-            est = estimate_cost(judge, (v for _i, vs, _n in _segment_chunks(
-                _turn_stream(turn_source, []), rubric, chunk_size, sampler) for v in vs), batch=batch)
+        if is_paid(judge):
+            # a streaming pre-pass over the same turns (the file is read twice; views are not kept)
+            planned = itertools.islice(_turn_stream(turn_source, []), limit) if limit is not None else \
+                _turn_stream(turn_source, [])
+            est = estimate_cost(judge, (v for _i, vs, _n in _segment_chunks(planned, rubric, chunk_size, sampler)
+                                        for v in vs), batch=batch)
             manifest.estimated_cost_usd = est
             shown = "unknown (model not in the price table)" if est is None else f"${est:.4f}"
-            print(f"estimated cost of judging {turn_source} with {judge.judge_id}: {shown} "
+            print(f"estimated cost of judging {source_name} with {judge.judge_id}: {shown} "
                   f"(an estimate: see axon_eval.runs.budget)"
                   + (f"; budget max_cost_usd=${max_cost_usd:.4f}" if max_cost_usd is not None else ""),
                   file=sys.stderr)
@@ -512,7 +515,7 @@ def evaluate(
 
                     judge_run_in_batch(judge, chunks, writer, rubric, cache=cache_obj, folder=folder,
                                        manifest=manifest, usage=usage, poll_interval=batch_poll_s,
-                                       timeout=batch_timeout_s, bar=bar)
+                                       timeout=batch_timeout_s, bar=bar, max_cost_usd=max_cost_usd)
                 else:
                     for items, views, n_turns in chunks:
                         records = _judge_chunk(judge, views, items, cache=cache_obj, concurrency=concurrency,

@@ -112,7 +112,7 @@ COST_COLUMNS: tuple[str, ...] = ("cost_usd", "input_tokens", "output_tokens", "c
 #: Rater columns tried in order when ``rater=None``.
 RATER_COLUMNS: tuple[str, ...] = ("member", "sample_index")
 ENSEMBLE_REDUCERS: tuple[str, ...] = ("mean", "median")
-STUDY_NAME = "judge_noise"
+STUDY_NAME = "03_judge_noise"
 #: The exact keys of :meth:`JudgeNoiseSummary.to_json` (``study.json``), in order.
 STUDY_KEYS: tuple[str, ...] = ("study", "judge_id", "simulated", "n_segments", "n_samples", "sd", "icc1",
                                "band_flip_rate", "ensemble", "recommended_k")
