@@ -274,7 +274,8 @@ def test_beyond_horizon_is_stated_and_unseen_claims_are_unverifiable():
     v = verdict(view)
     assert "the judge sees only the first 20" in v.explanation
     assert 'could not verify "8"' in v.explanation
-    assert v.answer_faithfulness == 10 and v.sql_quality <= 8
+    # unverifiable costs something: below full marks, listed, and the verdict is at best partial
+    assert v.answer_faithfulness == 9 and v.sql_quality <= 8 and v.verdict == "partial"
     never = make_view("Has Player Xx ever scored for Harbour City?", [sql_step(sql, ["player", "team", "tries"], rows)],
                       "No - Player Xx has never scored for Harbour City.")
     assert verdict(never).answer_faithfulness <= 3

@@ -21,7 +21,18 @@ scenario names.
 
 from __future__ import annotations
 
-from .lexicon import MEASURES, ORDINAL_WORDS, QUALIFIERS, SCALE_WORDS, UNIT_STEMS, WORD_NUMBERS
+from .lexicon import (
+    DEFAULT_LEXICON,
+    MEASURES,
+    ORDINAL_WORDS,
+    QUALIFIERS,
+    SCALE_WORDS,
+    UNIT_STEMS,
+    WORD_NUMBERS,
+    Lexicon,
+    available_lexicons,
+    load_lexicon,
+)
 from .text import (
     NumberMention,
     TextMention,
@@ -53,4 +64,12 @@ from .intent import check_intent
 from .sql_quality import check_sql_quality
 from .relevance import check_relevance, expected_total
 from .faithfulness import check_faithfulness
-from .judge import HEURISTIC_VERSION, HeuristicJudge, heuristic_code_hash
+from .question import question_periods
+from .targeting import filter_maps_to, sql_date_range
+from .judge import HEURISTIC_VERSION, HeuristicJudge, decide_verdict, heuristic_code_hash
+
+
+def clear_caches() -> None:
+    """Empty the parse caches (question profiles, SQL analyses): a cold start, as for a benchmark."""
+    profile_question.cache_clear()
+    analyse_sql.cache_clear()

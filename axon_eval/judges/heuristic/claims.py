@@ -32,14 +32,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .evidence_index import Cell, Evidence
-from .lexicon import UNIT_STEMS, _INJECTION, _NEG_DIRECTION, _POS_DIRECTION, _UNIVERSAL
+from .lexicon import DEFAULT, INJECTION, SIGNED_PARTS, Lexicon
 from .text import (
     NumberMention,
     TextMention,
     _RANK_CLAIM,
+    _stem,
     extract_dates,
     extract_names,
     extract_numbers,
@@ -65,26 +66,58 @@ class ClaimCheck:
     end: int
 
 
-def _unit_columns(unit: str, cells: Sequence[Cell]) -> tuple[str, ...] | None:
-    stems = UNIT_STEMS.get(unit)
-    if not stems:
+_NOT_UNITS = frozenset("""
+a an the and or but of in on at to for from by with per than as is was were be are it its this that
+each every all more less most least about around over under between during after before since until
+while also only just than which who whom what when where why how so if then into onto out up down off
+""".split())
+
+
+def _unit_columns(unit: str, cells: Sequence[Cell], lexicon: Lexicon = DEFAULT) -> tuple[str, ...] | None:
+    """Column-name stems that can support a number followed by the noun ``unit``, or ``None``.
+
+    The lexicon's unit words first (``spectators`` -> ``attendance``); otherwise the noun itself and
+    its synonyms, stemmed (``orders`` -> ``order``): when a numeric column of the rows is named after
+    it (``orders``, ``order_count``, ``n_orders``), only such columns can support the number.
+    """
+    if not unit:
         return None
+    stems = lexicon.units.get(unit)
+    if not stems:
+        if len(unit) < 3 or unit in _NOT_UNITS or unit in lexicon.not_names - {"orders", "customers"}:
+            return None
+        stems = tuple(sorted({s for w in lexicon.related(unit) | lexicon.related(_stem(unit))
+                              for s in (_stem(w), w) if len(s) >= 3 and " " not in s}))
+        if not stems:
+            return None
     if any(c.source in ("row", "sum") and any(p.startswith(stems) for p in c.column) for c in cells):
         return stems
     return None
 
 
 def _matches(m: NumberMention, c: float, fraction: bool) -> bool:
-    if m.percent:
-        if fraction:
-            return abs(100.0 * c - m.value) <= m.tolerance + 1e-9
-        return abs(c - m.value) <= m.tolerance + 1e-9
-    return abs(c - m.value) <= m.tolerance + 1e-9
+    """Does the cell value ``c`` support ``m`` (displayed precision; a percentage also as a fraction;
+    basis points as bps, as a percentage or as a fraction)?"""
+    tol = m.tolerance + 1e-9
+    if m.kind == "bps":
+        return any(abs(k * c - m.value) <= tol for k in ((1.0, 100.0, 10000.0) if fraction else (1.0, 100.0)))
+    if m.percent and fraction:
+        return abs(100.0 * c - m.value) <= tol
+    return abs(c - m.value) <= tol
+
+
+def _signed_column(column: tuple[str, ...], cells: Sequence[Cell]) -> bool:
+    """A column of a quantity that carries a sign: named so (net, profit, change, ...) or holding a
+    negative value in some shown row."""
+    if any(p.startswith(SIGNED_PARTS) for p in column):
+        return True
+    return any(c.column == column and c.value < 0 for c in cells if c.source == "row")
 
 
 def number_support(m: NumberMention, cells: Sequence[Cell], context: str = "",
                    complete_row_counts: Sequence[int] = (),
-                   rows: set[tuple[int, int]] | None = None, preceding: str = "") -> tuple[str, str]:
+                   rows: set[tuple[int, int]] | None = None, preceding: str = "",
+                   lexicon: Lexicon = DEFAULT) -> tuple[str, str]:
     """Is the numeric mention ``m`` supported by ``cells``? Returns ``(status, reason)``.
 
     ``context`` is the text around the mention (for sign wording). The rules are the module
@@ -98,13 +131,15 @@ def number_support(m: NumberMention, cells: Sequence[Cell], context: str = "",
 
     ``preceding``: the words of the sentence just before the number. When they name a numeric column
     (``a points difference of +6`` -> ``points_difference``; multi-word column names only, within the
-    30 characters before the number), only that column's cells can support the number.
+    30 characters before the number), only that column's cells can support the number. When they
+    carry a negative direction (``a loss of``, ``fell by``) and the only matching cells are positive
+    values of a signed column (``net_income``, ``change``), the sign is wrong.
     """
     if rows:
         restricted_steps = {k[0] for k in rows}
         cells = [c for c in cells if c.source not in ("row", "text") or c.step not in restricted_steps
                  or (c.step, c.row) in rows]
-    stems = _unit_columns(m.unit, cells)
+    stems = _unit_columns(m.unit, cells, lexicon)
     named = _columns_named_in(preceding, cells) if preceding and stems is None else set()
     if named:
         cells = [c for c in cells if c.source not in ("row", "sum", "text", "row_count") or c.column in named]
@@ -115,23 +150,25 @@ def number_support(m: NumberMention, cells: Sequence[Cell], context: str = "",
     else:
         pool = list(cells)
     direct = [c for c in pool if _matches(m, c.value, c.fraction)]
-    positive_words = m.explicit_sign == "+" or bool(_POS_DIRECTION.search(context))
-    negative_words = bool(_NEG_DIRECTION.search(context))
+    positive_words = m.explicit_sign == "+" or bool(lexicon.positive.search(context))
+    negative_words = bool(lexicon.negative.search(context))
     if direct:
-        if m.value > 0 and positive_words and not negative_words:
-            # "+12" / "to the good": a matching positive value must exist (it does: direct match)
-            return SUPPORTED, "matches a retrieved value"
+        tight_negative = bool(preceding) and bool(lexicon.negative.search(preceding[-30:])) \
+            and not lexicon.positive.search(preceding[-30:])
+        if (m.value > 0 and not m.explicit_sign and tight_negative
+                and all(c.source == "row" and c.value > 0 and _signed_column(c.column, cells) for c in direct)):
+            return UNSUPPORTED, f"sign: the rows show +{_fmt_value(direct[0].value)}, a gain, not a loss or fall"
         return SUPPORTED, "matches a retrieved value"
     if m.value != 0:
-        flipped = NumberMention(m.token, m.start, m.end, -m.value, m.tolerance, m.percent)
+        flipped = replace(m, value=-m.value)
         opposite = [c for c in pool if _matches(flipped, c.value, c.fraction)]
         if opposite:
             shown = _fmt_value(opposite[0].value)
             if m.value > 0 and m.explicit_sign != "+" and negative_words and not positive_words:
                 return SUPPORTED, f"magnitude of {shown}, sign carried by the wording"
             return UNSUPPORTED, f"sign: the rows show {shown}"
-    if (stems is None and not m.percent and m.value >= 0 and float(m.value).is_integer()
-            and m.tolerance <= 0.5 and any(m.value <= n for n in complete_row_counts)):
+    if (stems is None and not m.percent and not m.kind and not m.currency and m.value >= 0
+            and float(m.value).is_integer() and m.tolerance <= 0.5 and any(m.value <= n for n in complete_row_counts)):
         return SUPPORTED, "a count within a completely shown result"
     near = [c for c in pool if c.value and 0 < abs(m.value / c.value) and
             any(abs(m.value / c.value - k) < 1e-6 for k in (10.0, 100.0, 1000.0, 0.1, 0.01, 0.001))]
@@ -156,8 +193,8 @@ def _fmt_value(v: float) -> str:
 def _may_count_rows(m: NumberMention, evidence: Evidence) -> bool:
     """A whole number >= 0 with no unit column that does not exceed a cut result's row count: it may
     count rows, which no row holds (complete results accept it, see the module docstring)."""
-    return (not m.percent and m.value >= 0 and float(m.value).is_integer() and m.tolerance <= 0.5
-            and _unit_columns(m.unit, evidence.cells) is None
+    return (not m.percent and not m.kind and not m.currency and m.value >= 0 and float(m.value).is_integer()
+            and m.tolerance <= 0.5 and _unit_columns(m.unit, evidence.cells, evidence.lexicon) is None
             and any(m.value <= s.total for s in evidence.truncated_steps))
 
 
@@ -174,16 +211,17 @@ def name_supported(name: str, corpus: str) -> bool:
     return False
 
 
-def _claims(answer: str, skip: Sequence[tuple[int, int]]) -> tuple[list[NumberMention], list[TextMention]]:
+def _claims(answer: str, skip: Sequence[tuple[int, int]],
+            lexicon: Lexicon = DEFAULT) -> tuple[list[NumberMention], list[TextMention]]:
     def outside(a: int, b: int) -> bool:
         return not any(s <= a < e for s, e in skip)
 
     dates = [d for d in extract_dates(answer) if outside(d.start, d.end)]
     numbers = [n for n in extract_numbers(answer, skip_spans=skip) if outside(n.start, n.end)]
-    names = [n for n in extract_names(answer) if outside(n.start, n.end)]
+    names = [n for n in extract_names(answer, lexicon) if outside(n.start, n.end)]
     ranks = [TextMention("rank", m.group(0), m.start(), m.end()) for m in _RANK_CLAIM.finditer(answer)
              if outside(m.start(), m.end())]
-    universals = [TextMention("absolute", m.group(0), m.start(), m.end()) for m in _UNIVERSAL.finditer(answer)
+    universals = [TextMention("absolute", m.group(0), m.start(), m.end()) for m in lexicon.absolute.finditer(answer)
                   if outside(m.start(), m.end())]
     # numbers inside a rank claim ("3rd-highest") are judged as the rank claim
     numbers = [n for n in numbers if not any(r.start <= n.start < r.end for r in ranks)]
@@ -194,7 +232,7 @@ def injection_spans(text: str) -> list[tuple[int, int]]:
     """Spans of the sentences that carry instruction-like text (excluded from claim extraction)."""
     spans = []
     for a, b in split_sentences(text):
-        if _INJECTION.search(text[a:b]):
+        if INJECTION.search(text[a:b]):
             spans.append((a, b))
     return spans
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...evidence import SqlStep, ToolStep
+from .lexicon import COLUMN_SCALES, DEFAULT, Lexicon
 from .sql_facts import SqlAnalysis, _parts, analyse_sql
 from .text import (
     _ISO_DATE,
@@ -99,6 +100,12 @@ class Evidence:
     row_years: frozenset[int] = frozenset()
     #: capitalised string cells (names) -> the (step, row) keys holding them
     proper_cells: dict[str, frozenset[tuple[int, int]]] = field(default_factory=dict)
+    #: the lexicon of this judgement
+    lexicon: Lexicon = DEFAULT
+    #: column names (parts tuples) that hold numbers in some shown row of a successful statement
+    numeric_columns: frozenset[tuple[str, ...]] = frozenset()
+    #: lower-case words of schema discovery output (tool outputs): table and column names
+    schema_words: frozenset[str] = frozenset()
 
     def rows_named_in(self, sentence: str) -> set[tuple[int, int]]:
         """Shown rows whose capitalised cells (team, player, venue names) occur in ``sentence``."""
@@ -156,11 +163,10 @@ class Evidence:
         return [s for s in self.steps if s.ok]
 
 
-def _cell_text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
+_SCHEMA_TOKEN = re.compile(r"[a-z][a-z0-9_]{1,60}")
 
 
-def build_evidence(view: Any) -> Evidence:
+def build_evidence(view: Any, lexicon: Lexicon = DEFAULT) -> Evidence:
     """Collect the evidence of ``view`` (an :class:`~axon_eval.view.EvidenceView`).
 
     Numbers: every numeric cell of the shown rows of successful statements (with its column), years
@@ -178,6 +184,8 @@ def build_evidence(view: Any) -> Evidence:
     complete_counts: list[int] = []
     shown_trunc: set[int] = set()
     row_strings: dict[tuple[int, int], list[tuple[str, str]]] = {}
+    schema_words: set[str] = set()
+    numeric_parts: set[tuple[str, ...]] = set()
     row_years: set[int] = set()
     proper: dict[str, set[tuple[int, int]]] = {}
     for number, step in enumerate(view.steps, start=1):
@@ -187,6 +195,7 @@ def build_evidence(view: Any) -> Evidence:
                 continue
             out = step.output if isinstance(step.output, str) else repr(step.output)
             texts.append(out.lower())
+            schema_words.update(_SCHEMA_TOKEN.findall(out.lower()))
             for inj in detect_injection(out):
                 injections.append((f"step {number} tool output", inj))
             for n in extract_numbers(out):
@@ -206,6 +215,8 @@ def build_evidence(view: Any) -> Evidence:
         if step.status == "ok":
             cols = [tuple(_parts(c)) for c in step.columns] or [()] * (len(rows[0]) if rows else 0)
             numeric_cols: dict[int, list[float]] = {}
+            col_scale = {j: next(COLUMN_SCALES[p] for p in c if p in COLUMN_SCALES)
+                         for j, c in enumerate(cols) if any(p in COLUMN_SCALES for p in c)}
             for r_i, row in enumerate(rows):
                 strings: list[tuple[str, str]] = []
                 for j, value in enumerate(row):
@@ -216,6 +227,8 @@ def build_evidence(view: Any) -> Evidence:
                         if isinstance(value, float) and not math.isfinite(value):
                             continue
                         cells.append(Cell(float(value), col, "row", number, r_i))
+                        if j in col_scale:  # revenue_k = 845 also reads as 845,000
+                            cells.append(Cell(float(value) * col_scale[j], col, "row", number, r_i))
                         numeric_cols.setdefault(j, []).append(float(value))
                         if any(p in ("year", "season") for p in col) and _YEAR_MIN <= value <= _YEAR_MAX:
                             row_years.add(int(value))
@@ -234,6 +247,7 @@ def build_evidence(view: Any) -> Evidence:
                             for n in extract_numbers(value):
                                 cells.append(Cell(n.value, col, "text", number, r_i))
                 row_strings[(number, r_i)] = strings
+            numeric_parts.update(cols[j] for j in numeric_cols if j < len(cols))
             cells.append(Cell(float(total), ("rows",), "row_count", number))
             if total <= shown:
                 complete_counts.append(total)
@@ -270,7 +284,8 @@ def build_evidence(view: Any) -> Evidence:
                     shown_counts_truncated=frozenset(shown_trunc),
                     any_success=any(s.ok for s in steps) or any(t.status == "ok" for _, t in tools),
                     injections=injections, row_strings=row_strings, row_years=frozenset(row_years),
-                    proper_cells={k: frozenset(v) for k, v in proper.items() if len(k) < 80})
+                    proper_cells={k: frozenset(v) for k, v in proper.items() if len(k) < 80},
+                    lexicon=lexicon, numeric_columns=frozenset(numeric_parts), schema_words=frozenset(schema_words))
 
 
 _PLAIN_NUMBER = re.compile(r"[-−–+]?(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)\s?(?:%|per ?cent|percent)?")

@@ -45,9 +45,12 @@ from .claims import (
 
 from .common import CheckResult, _clamp
 from .evidence_index import Evidence
-from .lexicon import _HEDGE
+from .lexicon import HEDGE
 from .question import QuestionProfile
 from .text import split_sentences
+
+
+_YEAR_BOUND = re.compile(r"\b(since|from|after|before|until|through|up to)\s+$", re.I)
 
 
 def check_faithfulness(profile: QuestionProfile, evidence: Evidence, answer: str | None,
@@ -63,7 +66,8 @@ def check_faithfulness(profile: QuestionProfile, evidence: Evidence, answer: str
                      = max(0, min(round(10 * share), 4 - u))   if u >= 1
 
     so one unsupported figure caps the dimension at 3 ("a fluent answer whose figures are
-    unsupported is poor"). When nothing was retrieved successfully (no rows, no tool output) and the
+    unsupported is poor"). Unverifiable claims (they may sit in rows the judge does not see) keep the
+    dimension below full marks (at most 9): they are listed, never counted as support. When nothing was retrieved successfully (no rows, no tool output) and the
     answer states anything unsupported, at most 1. An answer that presents an incomplete set as
     complete (no hedging such as "at least", "could not") is capped at 7; instructions to the
     evaluator in the answer cap it at 7 (never extra credit).
@@ -72,7 +76,8 @@ def check_faithfulness(profile: QuestionProfile, evidence: Evidence, answer: str
         return CheckResult(None, ["no answer captured: faithfulness is null"]), []
     r = CheckResult(10)
     skip = injection_spans(answer)
-    numbers, texts = _claims(answer, skip)
+    lex = profile.lexicon
+    numbers, texts = _claims(answer, skip, lex)
     checks: list[ClaimCheck] = []
     trunc = evidence.truncated_steps
     sentences = split_sentences(answer)
@@ -87,13 +92,16 @@ def check_faithfulness(profile: QuestionProfile, evidence: Evidence, answer: str
 
     for m in numbers:
         ctx = answer[max(0, m.start - 40):m.end + 30]
-        if m.is_year and re.search(r"\b(since|from|after)\s+$", answer[max(0, m.start - 8):m.start]) \
-                and evidence.row_years and min(evidence.row_years) >= m.value:
-            checks.append(ClaimCheck(m.token, "figure", SUPPORTED, "a lower bound of the rows' years",
-                                     m.start, m.end))
+        bound = _YEAR_BOUND.search(answer[max(0, m.start - 10):m.start]) if m.is_year else None
+        if bound and evidence.row_years and (
+                min(evidence.row_years) >= m.value if bound.group(1).lower() in ("since", "from", "after")
+                else max(evidence.row_years) <= m.value):
+            checks.append(ClaimCheck(m.token, "figure", SUPPORTED, "a bound of the rows' years", m.start, m.end))
             continue
         if m.value > 0 and float(m.value).is_integer() and trunc and int(m.value) in evidence.shown_counts_truncated \
-                and m.unit not in ("", "tries", "points") and _unit_columns(m.unit, evidence.cells) is None:
+                and m.unit and not m.currency and not m.kind \
+                and not any(pat.fullmatch(m.unit) or pat.search(m.unit) for pat, _ in lex.measures.values()) \
+                and _unit_columns(m.unit, evidence.cells, lex) is None:
             checks.append(ClaimCheck(m.token, "figure", UNSUPPORTED,
                                      f"counts the {int(m.value)} shown rows, but the statement returned "
                                      f"{trunc[0].total}", m.start, m.end))
@@ -101,7 +109,7 @@ def check_faithfulness(profile: QuestionProfile, evidence: Evidence, answer: str
         sent_start = sentence_of(m.start)[0]
         status, reason = number_support(m, evidence.cells, ctx, evidence.complete_row_counts,
                                         rows_for(m.start) or None,
-                                        preceding=answer[max(sent_start, m.start - 30):m.start])
+                                        preceding=answer[max(sent_start, m.start - 30):m.start], lexicon=lex)
         if status == UNSUPPORTED and trunc and not reason.startswith(("sign", "scale")):
             a, b = sentence_of(m.start)
             if _may_count_rows(m, evidence):
@@ -151,7 +159,11 @@ def check_faithfulness(profile: QuestionProfile, evidence: Evidence, answer: str
         score = max(0, min(round(10 * share), 4 - u))
         if not evidence.any_success:
             score = min(score, 1)
-    if incomplete and not _HEDGE.search(answer):
+    unverifiable = [c for c in checks if c.status == UNVERIFIABLE]
+    if unverifiable:
+        # a claim the judge could not check is not a supported one: below full marks, and listed
+        score = min(score, 9)
+    if incomplete and not HEDGE.search(answer):
         score = min(score, 7)
         r.findings.append("the answer presents an incomplete set as the full answer")
     if skip:
@@ -159,6 +171,7 @@ def check_faithfulness(profile: QuestionProfile, evidence: Evidence, answer: str
         r.findings.append("the answer contains instructions to the evaluator, which are not a report of the rows")
     r.score = _clamp(score)
     r.flags["k"], r.flags["u"] = k, u
+    r.flags["unverifiable"] = len(unverifiable)
     return r, checks
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from .common import CheckResult, _clamp, _facts
 from .evidence_index import Evidence, StepInfo
-from .lexicon import MEASURES
 from .question import QuestionProfile
 from .targeting import Targeting
 from .text import _TOKEN, _norm, _stem
@@ -19,11 +18,13 @@ def check_intent(profile: QuestionProfile, evidence: Evidence, answer_step: Step
 
     Start at 10 and subtract: 7 when the answering statement targets a different scope (other
     season, other team, conflicting category, opposite ordering, a measure only named by a COUNT
-    alias, no period filter for a dated question); 3 per asked measure the SQL does not compute (at
+    alias, no period filter for a dated question, a date range that misses the asked period); 3 for a
+    date range wider than the asked period; 3 per asked measure the SQL does not compute (at
     most 4); 3 when an asked entity is absent from both filters and rows. Without any SQL: 10 for a
     schema question answered from tools; 7 (answer addresses the question's entities/measures) or 5
     when a data question got no SQL. When every execution failed intent is only shown by statements
     that never ran: bounded to 5-8. An unrecovered failure leaves part of the intent unconfirmed: <= 8.
+    Filters the judge cannot map to the question's words are named as unverifiable, not penalised.
     """
     r = CheckResult(10)
     sql_steps = evidence.steps
@@ -35,7 +36,7 @@ def check_intent(profile: QuestionProfile, evidence: Evidence, answer_step: Step
         text = (answer or "").lower()
         answer_stems = {_stem(w) for w in _TOKEN.findall(_norm(text)) if len(w) > 3}
         addressed = any(e.lower() in text for e in profile.entities) or any(
-            MEASURES[m][0].search(text) for m in profile.measures) or len(
+            profile.lexicon.measures[m][0].search(text) for m in profile.measures) or len(
             {w for w in profile.stems if len(w) > 3} & answer_stems) >= 2
         r.score = 7 if addressed else 5
         r.findings.append("no SQL ran, so understanding is shown only by the answer"
@@ -45,12 +46,17 @@ def check_intent(profile: QuestionProfile, evidence: Evidence, answer_step: Step
     if targeting.wrong_scope:
         penalty += 7
         r.findings.extend(targeting.wrong_scope)
+    if targeting.wider and not targeting.wrong_scope:
+        penalty += 3
+        r.findings.extend(targeting.wider)
     if targeting.missing_measure:
         penalty += min(4, 3 * len(targeting.missing_measure))
         r.findings.append("the SQL computes nothing about " + ", ".join(targeting.missing_measure))
     if targeting.absent_entities:
         penalty += 3
         r.findings.append(", ".join(targeting.absent_entities) + " appears neither in the SQL filters nor in the rows")
+    if targeting.unverifiable:
+        r.findings.extend(f"unverifiable: {u}" for u in targeting.unverifiable)
     score = 10 - penalty
     facts = _facts(evidence)
     if facts["all_failed"]:

@@ -1,14 +1,47 @@
-"""Word lists of analytics questions and answers (no ids, no scenario names): spelled numbers,
-scale words, measures and their SQL stems, unit nouns, question-shape words, direction, hedge,
-absolute and instruction-like wording, and the capitalised words that are not names."""
+"""Word lists: the domain-general core (in code) and the optional per-domain lexicons (YAML files).
+
+The core holds only words of analytics questions in general: spelled numbers and ordinals, scale
+words, question shapes (how many, top N, most/fewest, list all), the generic measures (average,
+percentage, margin), hedging, absolute claims, direction words for signs (loss, decline, deficit,
+gain, growth, ...) and instruction-like text. Nothing in it names a sport, a business or a table.
+
+A *domain lexicon* (``lexicons/<name>.yaml`` in this package) adds synonyms and abbreviations of one
+domain; it never removes a core word. Select one in the judge spec (``heuristic(lexicon=retail)``);
+the default is ``sports`` (the bundled rugby sample) and ``none`` means the core alone. Keys of a
+lexicon file (all optional)::
+
+    measures:        {name: {pattern: <question regex>, stems: [<SQL identifier stems>]}}
+    units:           {<noun after a number>: [<column-name stems that can support it>]}
+    synonyms:        [[word, word, ...], ...]     groups of interchangeable words (question <-> SQL)
+    abbreviations:   {<code as written in a filter>: [<words it stands for>]}
+    qualifiers:      [<words that qualify a compound category, e.g. semi (-final)>]
+    sides:           [[home, away], ...]           two sides of one relation (one-sided join check)
+    side_parts:      [<column-name parts that mark a side column, e.g. team>]
+    side_words:      [<question words that restrict to one side>]
+    set_phrases:     [<regex: the question asks for a full set>]
+    positive_words:  [<regex: wording that asserts a positive figure>]
+    negative_words:  [<regex: wording that carries a negative figure>]
+    absolute_words:  [<regex: absolute claims>]
+    not_names:       [<capitalised words that are not names when alone>]
+    name_edges:      [<generic words trimmed from the ends of a name>]
+    count_units:     [<nouns after a count that a shown-rows count rule leaves alone>]
+
+Lexicons only add recall: measures, units and entity kinds are read from the evidence itself
+(table and column names, row values, WHERE literals, schema discovery output) with or without one.
+"""
 
 from __future__ import annotations
 
+import functools
 import re
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
 
+import yaml
 
 # =============================================================================================
-# Lexicon (domain-general words of analytics questions; no ids, no scenario names)
+# Core (domain-general) words
 # =============================================================================================
 WORD_NUMBERS: dict[str, int] = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
@@ -20,90 +53,192 @@ ORDINAL_WORDS: dict[str, int] = {
     "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
     "ninth": 9, "tenth": 10,
 }
-SCALE_WORDS: dict[str, float] = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6,
-                                 "billion": 1e9, "bn": 1e9}
+#: Scale words and suffixes (lower case) -> factor. ``B`` (upper case only) is read separately.
+SCALE_WORDS: dict[str, float] = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "mm": 1e6,
+                                 "mil": 1e6, "billion": 1e9, "bn": 1e9, "b": 1e9, "trillion": 1e12, "tn": 1e12}
+#: Column-name parts that say the values are stored in a scale (``revenue_k``, ``sales_millions``).
+COLUMN_SCALES: dict[str, float] = {"k": 1e3, "thousand": 1e3, "thousands": 1e3, "000s": 1e3,
+                                   "mn": 1e6, "mm": 1e6, "million": 1e6, "millions": 1e6,
+                                   "bn": 1e9, "billion": 1e9, "billions": 1e9}
+#: Column-name parts of quantities that carry a sign (a positive cell there contradicts "a loss of").
+SIGNED_PARTS = ("net", "profit", "income", "pnl", "change", "delta", "growth", "diff", "variance", "balance",
+                "return", "gain", "yoy", "qoq", "mom")
 
-#: Measures a question can ask for -> (question pattern, stems of SQL identifiers/literals that
-#: compute it). A stem matches an underscore/hyphen-separated part of a column, table, function or
-#: literal that *starts with* it.
-MEASURES: dict[str, tuple[re.Pattern[str], tuple[str, ...]]] = {
-    name: (re.compile(pattern, re.I), stems) for name, pattern, stems in [
-        ("tries", r"\btr(?:y|ies)\b", ("try", "tries")),
-        ("points", r"\bpoints?\b", ("point", "score")),
-        ("score", r"\bthe (?:final )?score\b|\bscoreline\b", ("score", "point")),
-        ("conceded", r"\bconced", ("against", "conced")),
-        ("penalties", r"\bpenalt", ("penalt",)),
-        ("conversions", r"\bconversions?\b", ("conversion",)),
-        ("drop goals", r"\bdrop goals?\b", ("drop",)),
-        ("cards", r"\bcards?\b|\bsent off\b|\bdisciplin", ("card", "yellow", "red")),
-        ("attendance", r"\battendance|\bcrowds?\b|\bspectators?\b|\battended\b", ("attendance",)),
-        ("capacity", r"\bcapacity\b", ("capacity",)),
-        ("average", r"\baverage|\baveraged\b|\bon average\b|\bper (?:game|match)\b|\bmean\b", ("avg", "average")),
-        ("percentage", r"\bpercent|%|\bshare\b|\brate\b|\bproportion\b|\bhow often\b", ("pct", "percent", "rate", "share", "100")),
-        ("margin", r"\bmargin\b|\bdifference\b", ("margin", "difference", "diff")),
-    ]
+#: The generic measures of analytics questions -> (question pattern, SQL stems).
+CORE_MEASURES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "average": (r"\baverage|\baveraged\b|\bon average\b|\bmean\b", ("avg", "average", "mean")),
+    "percentage": (r"\bpercent|%|\bshare\b|\brate\b|\bproportion\b|\bhow often\b",
+                   ("pct", "percent", "rate", "share", "ratio", "100")),
+    "margin": (r"\bmargin\b|\bdifference\b", ("margin", "difference", "diff")),
 }
-#: Words that follow a number and name its unit -> column-name stems that can support it.
-UNIT_STEMS: dict[str, tuple[str, ...]] = {
-    "try": ("tri", "try"), "tries": ("tri", "try"),
-    "point": ("point", "score"), "points": ("point", "score"),
-    "yellow": ("yellow",), "yellows": ("yellow",), "red": ("red",), "reds": ("red",),
-    "conversion": ("conversion",), "conversions": ("conversion",),
-    "penalty": ("penalt",), "penalties": ("penalt",),
-    "spectators": ("attendance",), "people": ("attendance",), "fans": ("attendance",),
-    "matches": ("matches", "played", "games"), "games": ("matches", "played", "games"),
-    "wins": ("won", "win"), "win": ("won", "win"),
-    "players": ("players",), "tables": ("tables",), "columns": ("columns",),
-}
-_SCHEMA_WORDS = re.compile(
+
+SCHEMA_WORDS = re.compile(
     r"\b(tables?|columns?|schema|fields?|data ?model|recorded|stored|how do i (?:find|query|join|get)|"
     r"which data|what data|foreign keys?|primary keys?|join)\b", re.I)
-_DATA_WORDS = re.compile(
-    r"\b(how many|how much|who|which|what (?:was|were|is|are)|when|did|total|average|most|least|"
-    r"fewest|highest|lowest|percentage|rate|score|won|win|record)\b", re.I)
-_AGGREGATE_WORDS = re.compile(r"\b(how many|how much|total|number of|count|average|on average|"
-                              r"per (?:game|match)|percentage|share|how often|rate)\b", re.I)
-_DESC_WORDS = re.compile(r"\b(most|highest|biggest|largest|best|top|leading|maximum|greatest)\b", re.I)
-_ASC_WORDS = re.compile(r"\b(fewest|least|lowest|smallest|minimum)\b", re.I)
-_TOP_N = re.compile(r"\b(?:top|leading|best|first|biggest|highest)\s+(\d+|" + "|".join(WORD_NUMBERS) +
-                    r")\b|\b(\d+|" + "|".join(WORD_NUMBERS) + r")\s+(?:leading|best|top|highest|biggest)\b", re.I)
-_SET_WORDS = re.compile(r"\b(who scored|which (?:teams|players|matches|grounds|venues)|list (?:all|every|the)|"
-                        r"all (?:the )?(?:players|teams|scorers|matches)|scorers|the tries)\b", re.I)
-_HOME_AWAY_WORDS = re.compile(r"\b(home|away|host|hosts|visiting|visitors)\b", re.I)
-#: Words in the question that qualify a compound category (``semi``-final, ``yellow`` card, ...).
-QUALIFIERS = frozenset({"semi", "quarter", "pre", "grand", "red", "yellow", "drop", "home", "away"})
-_HEDGE = re.compile(r"\b(at least|partial|couldn'?t|could not|unable|not able|incomplete|missing|"
-                    r"failed|timed out|not available|only (?:retrieved|returned|shows?|have)|some of)\b", re.I)
-_UNIVERSAL = re.compile(r"\b(never|unbeaten|undefeated|not once|no one|nobody|none of|every|always|"
-                        r"without (?:a|any) (?:defeat|loss|win))\b", re.I)
-_NEG_DIRECTION = re.compile(r"\b(lost|los(?:e|ing)|defeat(?:ed)?|beaten|behind|trail(?:ed|ing)?|deficit|"
-                            r"down|fewer|less|short|negative|minus|in the red|worse)\b", re.I)
-_POS_DIRECTION = re.compile(r"\b(won|win|winning|victory|beat|ahead|surplus|to the good|positive|plus|"
-                            r"in credit|gain(?:ed)?)\b", re.I)
-_INJECTION = re.compile(
+#: A request to change data (the agent should refuse or be blocked; no SQL is needed to answer it).
+WRITE_WORDS = re.compile(r"^\s*(?:please\s+)?(drop|delete|remove|truncate|update|insert|change|modify|alter|"
+                         r"rename|wipe|overwrite|set)\b|\b(drop|truncate|delete) (?:the |all |every )", re.I)
+#: Not a question about data: greetings, thanks, questions about the assistant itself.
+CHAT_WORDS = re.compile(r"^\s*(hi|hello|hey|thanks?|thank you|cheers|ok(?:ay)?|good (?:morning|afternoon))\b"
+                        r"|\bwhat can you do\b|\bwho are you\b|\bhow do you work\b", re.I)
+AGGREGATE_WORDS = re.compile(r"\b(how many|how much|total|number of|count|average|on average|"
+                             r"per (?!cent\b)[a-z]+|percentage|share|how often|rate)\b", re.I)
+DESC_WORDS = re.compile(r"\b(most|highest|biggest|largest|best|top|leading|maximum|greatest)\b", re.I)
+ASC_WORDS = re.compile(r"\b(fewest|least|lowest|smallest|minimum|bottom)\b", re.I)
+TOP_N = re.compile(r"\b(?:top|leading|best|first|biggest|highest|largest|bottom|lowest)\s+(\d+|"
+                   + "|".join(WORD_NUMBERS) + r")\b|\b(\d+|" + "|".join(WORD_NUMBERS)
+                   + r")\s+(?:leading|best|top|highest|biggest|largest|most|lowest)\b", re.I)
+CORE_SET_PHRASES = (r"list (?:all|every|the)", r"which (?!is\b|was\b|has\b|does\b|one\b)[a-z]{3,}(?<!s)s\b",
+                    r"all (?:the |of the )?[a-z]{3,}(?<!s)s\b(?! (?:combined|together|told|in all))",
+                    r"every [a-z]{3,}\b")
+HEDGE = re.compile(r"\b(at least|partial|couldn'?t|could not|unable|not able|incomplete|missing|"
+                   r"failed|timed out|not available|only (?:retrieved|returned|shows?|have)|some of)\b", re.I)
+CORE_ABSOLUTE = (r"never", r"not once", r"no one", r"nobody", r"none of", r"every", r"always")
+CORE_NEGATIVE = (r"loss(?:es)?", r"lost", r"deficit", r"shortfall", r"down", r"fewer", r"less", r"short",
+                 r"negative", r"minus", r"in the red", r"worse", r"fell", r"fall(?:en|ing)?", r"drop(?:ped|ping)?",
+                 r"declin(?:e|ed|ing)", r"decreas(?:e|ed|ing)", r"shr[ai]nk|shrunk", r"contract(?:ed|ion)",
+                 r"outflows?", r"write-?downs?", r"overdrawn", r"owed")
+CORE_POSITIVE = (r"surplus", r"positive", r"plus", r"in credit", r"gain(?:ed|s)?", r"profit(?:s|able)?",
+                 r"grew", r"growth", r"increas(?:e|ed|ing)", r"rose", r"inflows?", r"in the black")
+INJECTION = re.compile(
     r"(ignore (?:all |any |the )?(?:previous|prior|above|earlier) (?:instructions|rules)|"
     r"give (?:this|the|it)?\s*(?:answer |turn )?(?:full|maximum|top) (?:marks|score)|"
     r"score every dimension|rate this (?:answer|turn)|\bsystem\s*:|note to the (?:evaluator|judge|grader)|"
     r"you are now|disregard (?:the|your) (?:rules|instructions))", re.I)
+MONTHS: dict[str, int] = {m: i for i, m in enumerate(
+    "january february march april may june july august september october november december".split(), 1)}
+MONTHS.update({m[:3]: i for m, i in list(MONTHS.items())})
+MONTHS["sept"] = 9
 
 # Capitalised words that are not names when they stand alone (sentence starters, months, days, ...).
-_NOT_NAME_WORDS = frozenset("""
+CORE_NOT_NAMES = frozenset("""
 the a an in on at of for to from by with and or but if then so as it its this that these those there
 their they he she his her we our you your i me my is are was were be been has have had do does did
 no yes not what which who whom whose when where why how all any each every both either neither some
-most more less few fewer top overall total average home away across after before during over under
+most more less few fewer top overall total average across after before during over under
 between since until while also only just about around per use using note notes system answer
 january february march april may june july august september october november december
-monday tuesday wednesday thursday friday saturday sunday mr mrs ms dr st pool round final semi
-quarter season stage match matches team teams player players venue venues try tries points
+monday tuesday wednesday thursday friday saturday sunday mr mrs ms dr st
 """.split())
 # Generic words trimmed from the ends of a capitalised sequence before it counts as a name.
-_GENERIC_EDGE = frozenset("""
-the a an in on at of for to from by with and or this that these those their its pool round final
-finals semi quarter season seasons stage match matches cup league table team teams player players
-top overall note system no yes it there home away average total did does has have how who what
+CORE_NAME_EDGES = frozenset("""
+the a an in on at of for to from by with and or this that these those their its table
+top overall note system no yes it there average total did does has have how who what
 which when where is was were are can could would should give list show tell send drop change
 """.split())
 #: Particles inside a name (``of`` is not one: "A of B" is a player and his team).
-_CONNECTORS = frozenset({"de", "da", "van", "von", "der", "du", "la", "le", "di", "al", "el"})
+CONNECTORS = frozenset({"de", "da", "van", "von", "der", "du", "la", "le", "di", "al", "el"})
 
+
+def _alternation(words: Any) -> re.Pattern[str] | None:
+    words = [w for w in (words or ()) if w]
+    return re.compile(r"\b(?:" + "|".join(words) + r")\b", re.I) if words else None
+
+
+# =============================================================================================
+# A lexicon: the core plus one domain file
+# =============================================================================================
+@dataclass(frozen=True, eq=False)
+class Lexicon:
+    """The words one judgement uses: the core plus the domain file ``name`` (``none``: core only)."""
+
+    name: str
+    measures: dict[str, tuple[re.Pattern[str], tuple[str, ...]]]
+    units: dict[str, tuple[str, ...]]
+    synonyms: dict[str, frozenset[str]]
+    abbreviations: dict[str, tuple[str, ...]]
+    qualifiers: frozenset[str]
+    sides: tuple[tuple[str, str], ...]
+    side_parts: frozenset[str]
+    side_words: re.Pattern[str] | None
+    set_words: re.Pattern[str]
+    positive: re.Pattern[str]
+    negative: re.Pattern[str]
+    absolute: re.Pattern[str]
+    not_names: frozenset[str]
+    name_edges: frozenset[str]
+    count_units: frozenset[str] = field(default_factory=frozenset)
+
+    def related(self, word: str) -> frozenset[str]:
+        """``word`` and its synonyms (lower case)."""
+        w = word.lower()
+        return self.synonyms.get(w, frozenset()) | {w}
+
+    def expand_code(self, code: str) -> tuple[str, ...]:
+        """The words an abbreviation (as written in a filter literal) stands for; ``()`` when unknown."""
+        return self.abbreviations.get(code.strip().lower(), ())
+
+
+def available_lexicons() -> list[str]:
+    """Names of the lexicon files in the package (plus ``none``)."""
+    folder = resources.files(__package__) / "lexicons"
+    return sorted(["none", *(p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml"))])
+
+
+DEFAULT_LEXICON = "sports"
+
+
+def load_lexicon(name: str | None = None) -> Lexicon:
+    """The lexicon ``name`` (default :data:`DEFAULT_LEXICON`); ``ValueError`` naming the available ones.
+
+    One object per name for the life of the process (the judges' caches key on it)."""
+    return _load_lexicon((name or DEFAULT_LEXICON).strip().lower())
+
+
+@functools.lru_cache(maxsize=None)
+def _load_lexicon(name: str) -> Lexicon:
+    data: dict[str, Any] = {}
+    if name != "none":
+        if not re.fullmatch(r"[a-z0-9_-]+", name):
+            raise ValueError(f"invalid lexicon name {name!r}")
+        ref = resources.files(__package__) / "lexicons" / f"{name}.yaml"
+        if not ref.is_file():
+            raise ValueError(f"no heuristic lexicon {name!r}; available: {available_lexicons()}")
+        data = yaml.safe_load(ref.read_bytes().decode("utf-8")) or {}
+    return build_lexicon(name, data)
+
+
+def build_lexicon(name: str, data: dict[str, Any]) -> Lexicon:
+    """A :class:`Lexicon` from the core and the parsed YAML mapping ``data`` (see the module docstring)."""
+    unknown = set(data) - {"measures", "units", "synonyms", "abbreviations", "qualifiers", "sides", "side_parts",
+                           "side_words", "set_phrases", "positive_words", "negative_words", "absolute_words",
+                           "not_names", "name_edges", "count_units", "description"}
+    if unknown:
+        raise ValueError(f"lexicon {name!r}: unknown key(s) {sorted(unknown)}")
+    measures_src = dict(CORE_MEASURES)
+    for key, spec in (data.get("measures") or {}).items():
+        measures_src[str(key)] = (str(spec["pattern"]), tuple(str(s).lower() for s in spec["stems"]))
+    # domain measures first (the sports lexicon keeps the order the checks were written with)
+    order = [k for k in (data.get("measures") or {})] + [k for k in CORE_MEASURES if k not in (data.get("measures") or {})]
+    measures = {k: (re.compile(measures_src[k][0], re.I), measures_src[k][1]) for k in order}
+    units = {str(k).lower(): tuple(str(s).lower() for s in v) for k, v in (data.get("units") or {}).items()}
+    synonyms: dict[str, set[str]] = {}
+    for group in data.get("synonyms") or ():
+        words = {str(w).lower() for w in group}
+        for w in words:
+            synonyms.setdefault(w, set()).update(words - {w})
+    abbreviations = {str(k).strip().lower(): tuple(str(w).lower() for w in (v if isinstance(v, list) else [v]))
+                     for k, v in (data.get("abbreviations") or {}).items()}
+    sides = tuple((str(a).lower(), str(b).lower()) for a, b in (data.get("sides") or ()))
+    return Lexicon(
+        name=name, measures=measures, units=units,
+        synonyms={k: frozenset(v) for k, v in synonyms.items()}, abbreviations=abbreviations,
+        qualifiers=frozenset(str(w).lower() for w in data.get("qualifiers") or ()),
+        sides=sides, side_parts=frozenset(str(w).lower() for w in data.get("side_parts") or ()),
+        side_words=_alternation(data.get("side_words")),
+        set_words=re.compile(r"\b(?:" + "|".join([*(data.get("set_phrases") or ()), *CORE_SET_PHRASES]) + r")",
+                             re.I),
+        positive=_alternation([*(data.get("positive_words") or ()), *CORE_POSITIVE]),  # type: ignore[arg-type]
+        negative=_alternation([*(data.get("negative_words") or ()), *CORE_NEGATIVE]),  # type: ignore[arg-type]
+        absolute=_alternation([*CORE_ABSOLUTE, *(data.get("absolute_words") or ())]),  # type: ignore[arg-type]
+        not_names=CORE_NOT_NAMES | {str(w).lower() for w in data.get("not_names") or ()},
+        name_edges=CORE_NAME_EDGES | {str(w).lower() for w in data.get("name_edges") or ()},
+        count_units=frozenset(str(w).lower() for w in data.get("count_units") or ()),
+    )
+
+
+#: The default lexicon's tables under their historical names (read-only views for callers and tests).
+DEFAULT = load_lexicon(DEFAULT_LEXICON)
+MEASURES = DEFAULT.measures
+UNIT_STEMS = DEFAULT.units
+QUALIFIERS = DEFAULT.qualifiers

@@ -1,28 +1,30 @@
-"""The question profile: what a question asks for, read with plain rules (cached per text)."""
+"""The question profile: what a question asks for, read with plain rules (cached per text and lexicon)."""
 
 from __future__ import annotations
 
+import datetime as _dt
 import functools
 import re
 from dataclasses import dataclass
 
 from .lexicon import (
-    MEASURES,
+    AGGREGATE_WORDS,
+    ASC_WORDS,
+    CHAT_WORDS,
+    DEFAULT,
+    DESC_WORDS,
+    MONTHS,
+    SCHEMA_WORDS,
+    TOP_N,
     WORD_NUMBERS,
-    _AGGREGATE_WORDS,
-    _ASC_WORDS,
-    _DATA_WORDS,
-    _DESC_WORDS,
-    _HOME_AWAY_WORDS,
-    _SCHEMA_WORDS,
-    _SET_WORDS,
-    _TOP_N,
+    WRITE_WORDS,
+    Lexicon,
 )
-
 from .text import (
-    NumberMention,
+    _ISO_DATE,
     _QUOTED,
     _TOKEN,
+    NumberMention,
     _norm,
     _stem,
     extract_dates,
@@ -31,20 +33,31 @@ from .text import (
     extract_years,
 )
 
+_MONTH_YEAR = re.compile(r"\b(" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?,?\s+(?:of\s+)?((?:19|20)\d\d)\b"
+                         r"|\b((?:19|20)\d\d)-(0[1-9]|1[0-2])\b(?!-\d)", re.I)
+_QUARTER = re.compile(r"\bQ([1-4])\s*(?:of\s+|FY\s?|'|)((?:19|20)\d\d)\b|\b((?:19|20)\d\d)\s*-?\s*Q([1-4])\b|"
+                      r"\b(first|second|third|fourth|1st|2nd|3rd|4th) quarter (?:of |in )?((?:19|20)\d\d)\b", re.I)
+_HALF = re.compile(r"\bH([12])\s*((?:19|20)\d\d)\b|\b(first|second) half (?:of |in )?((?:19|20)\d\d)\b", re.I)
+_QUARTER_WORDS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2, "3rd": 3, "4th": 4}
+#: Periods the question names relative to "now" (the judge cannot resolve them from the evidence).
+RELATIVE_PERIOD = re.compile(r"\b(last|this|past|previous|prior|current|next|trailing) (?:\d+ )?(?:days?|weeks?|"
+                             r"months?|quarters?|years?|fiscal year|fy|season)\b|\b(yesterday|today|ytd|mtd|qtd|"
+                             r"year[- ]to[- ]date|month[- ]to[- ]date|recently|lately)\b", re.I)
 
-# =============================================================================================
-# Question profile
-# =============================================================================================
+
 @dataclass(frozen=True)
 class QuestionProfile:
     """What the question asks for, read with plain rules.
 
-    ``entities``: names and quoted strings; ``years``/``dates``; ``measures``: keys of
-    :data:`MEASURES`; ``direction``: ``"desc"`` (most/highest/top), ``"asc"`` (fewest/lowest) or
-    ``None``; ``top_n``: N of "top N"; ``wants_aggregate``: how many / total / average / rate;
-    ``wants_set``: a full list is asked for (who scored the tries, which teams, ...);
-    ``schema_question``: about tables/columns rather than data; ``home_away``: the question itself
-    mentions home or away.
+    ``entities``: names and quoted strings; ``years``/``dates``; ``periods``: ``[start, end)`` ISO date
+    ranges the question names (a year, a month, a quarter, a half, a day); ``relative_period``: it
+    names a period relative to now ("last month"); ``measures``: keys of the lexicon's measures;
+    ``direction``: ``"desc"`` (most/highest/top), ``"asc"`` (fewest/lowest) or ``None``; ``top_n``: N
+    of "top N"; ``wants_aggregate``: how many / total / average / rate; ``wants_set``: a full list is
+    asked for (list all, which <plural>, ...); ``schema_question``: about tables/columns rather than
+    data; ``write_request``: asks to change data (drop, delete, update ...); ``data_question``: every
+    other question except small talk -- it needs rows; ``home_away``: the question names one side of
+    a two-sided relation (the lexicon's side words).
     """
 
     text: str
@@ -62,6 +75,10 @@ class QuestionProfile:
     numbers: tuple[NumberMention, ...]
     norm: str
     stems: frozenset[str]
+    periods: tuple[tuple[str, str], ...] = ()
+    relative_period: bool = False
+    write_request: bool = False
+    lexicon: Lexicon = DEFAULT
 
 
 def _int_word(token: str) -> int | None:
@@ -70,33 +87,86 @@ def _int_word(token: str) -> int | None:
     return WORD_NUMBERS.get(token.lower())
 
 
+def _month_range(year: int, month: int, months: int = 1) -> tuple[str, str]:
+    end_m = month + months
+    end = _dt.date(year + (end_m - 1) // 12, (end_m - 1) % 12 + 1, 1)
+    return (_dt.date(year, month, 1).isoformat(), end.isoformat())
+
+
+def question_periods(question: str) -> tuple[tuple[str, str], ...]:
+    """``[start, end)`` ISO ranges of the periods ``question`` names, finest first: days (ISO dates),
+    months (``March 2024``, ``2024-03``), quarters (``Q1 2024``, ``first quarter of 2024``), halves
+    (``H1 2024``) and years named on their own."""
+    out: list[tuple[str, str]] = []
+    covered_years: set[int] = set()
+    for d in extract_dates(question):
+        day = _dt.date.fromisoformat(d.token) if _valid_date(d.token) else None
+        if day:
+            out.append((day.isoformat(), (day + _dt.timedelta(days=1)).isoformat()))
+            covered_years.add(day.year)
+    for m in _MONTH_YEAR.finditer(question):
+        if m.group(1):
+            month, year = MONTHS[m.group(1).lower().rstrip(".")], int(m.group(2))
+        else:
+            month, year = int(m.group(4)), int(m.group(3))
+        out.append(_month_range(year, month))
+        covered_years.add(year)
+    for m in _QUARTER.finditer(question):
+        if m.group(1):
+            q, year = int(m.group(1)), int(m.group(2))
+        elif m.group(3):
+            q, year = int(m.group(4)), int(m.group(3))
+        else:
+            q, year = _QUARTER_WORDS[m.group(5).lower()], int(m.group(6))
+        out.append(_month_range(year, 3 * q - 2, 3))
+        covered_years.add(year)
+    for m in _HALF.finditer(question):
+        h = int(m.group(1)) if m.group(1) else (1 if m.group(3).lower() == "first" else 2)
+        year = int(m.group(2) or m.group(4))
+        out.append(_month_range(year, 6 * h - 5, 6))
+        covered_years.add(year)
+    for y in sorted(extract_years(question) - covered_years):
+        out.append((f"{y:04d}-01-01", f"{y + 1:04d}-01-01"))
+    return tuple(dict.fromkeys(out))
+
+
+def _valid_date(token: str) -> bool:
+    try:
+        _dt.date.fromisoformat(token)
+    except ValueError:
+        return False
+    return True
+
+
 # Caches are bounded so that a streamed run's memory stays flat over a large file; they pay only when
 # texts repeat within a run (identical questions or SQL), which a few thousand entries cover.
 @functools.lru_cache(maxsize=2048)
-def profile_question(question: str) -> QuestionProfile:
-    """Profile a question (cached per text). See :class:`QuestionProfile`."""
-    names = [n.token for n in extract_names(question)]
+def profile_question(question: str, lexicon: Lexicon = DEFAULT) -> QuestionProfile:
+    """Profile a question (cached per text and lexicon). See :class:`QuestionProfile`."""
+    names = [n.token for n in extract_names(question, lexicon)]
     quoted = [m.group(1) for m in _QUOTED.finditer(question) if not m.group(1).endswith("s ")]
-    entities = tuple(dict.fromkeys(e for e in names + quoted if len(_norm(e)) > 1))
-    measures = frozenset(k for k, (pat, _) in MEASURES.items() if pat.search(question))
-    desc, asc = bool(_DESC_WORDS.search(question)), bool(_ASC_WORDS.search(question))
+    entities = tuple(dict.fromkeys(e for e in names + quoted if len(_norm(e)) > 1 and not _ISO_DATE.fullmatch(e)))
+    measures = frozenset(k for k, (pat, _) in lexicon.measures.items() if pat.search(question))
+    desc, asc = bool(DESC_WORDS.search(question)), bool(ASC_WORDS.search(question))
     direction = "desc" if desc and not asc else "asc" if asc and not desc else None
     top_n = None
-    m = _TOP_N.search(question)
+    m = TOP_N.search(question)
     if m:
         top_n = _int_word(m.group(1) or m.group(2))
-    schema = bool(_SCHEMA_WORDS.search(question)) and not re.search(r"\b(19|20)\d\d\b", question)
+    schema = bool(SCHEMA_WORDS.search(question)) and not re.search(r"\b(19|20)\d\d\b", question)
+    write = bool(WRITE_WORDS.search(question)) and not schema
+    chat = bool(CHAT_WORDS.search(question)) and not re.search(r"\d", question)
     norm = _norm(question)
     return QuestionProfile(
         text=question, entities=entities, years=extract_years(question),
         dates=frozenset(d.token for d in extract_dates(question)), measures=measures,
         direction=direction, top_n=top_n,
-        wants_aggregate=bool(_AGGREGATE_WORDS.search(question)),
-        wants_set=bool(_SET_WORDS.search(question)) and top_n is None and direction is None,
-        schema_question=schema, data_question=bool(_DATA_WORDS.search(question)) and not schema,
-        home_away=bool(_HOME_AWAY_WORDS.search(question)),
+        wants_aggregate=bool(AGGREGATE_WORDS.search(question)),
+        wants_set=bool(lexicon.set_words.search(question)) and top_n is None and direction is None,
+        schema_question=schema, data_question=not (schema or write or chat),
+        home_away=bool(lexicon.side_words and lexicon.side_words.search(question)),
         numbers=tuple(extract_numbers(question)), norm=norm,
         stems=frozenset(_stem(t) for t in _TOKEN.findall(norm)),
+        periods=question_periods(question), relative_period=bool(RELATIVE_PERIOD.search(question)),
+        write_request=write, lexicon=lexicon,
     )
-
-

@@ -2,23 +2,29 @@
 
 from __future__ import annotations
 
-from .claims import _fmt_value
+from .claims import _fmt_value, _unit_columns
 from .common import CheckResult, _clamp, _facts
 from .evidence_index import Evidence, StepInfo
-from .lexicon import UNIT_STEMS
 from .question import QuestionProfile
 from .sql_facts import _parts
 from .targeting import Targeting
 from .text import _TOKEN, _stem, extract_numbers
 
 
-def expected_total(profile: QuestionProfile, answer: str | None) -> list[tuple[int, str, str]]:
-    """Counts the question or answer states for a measure: ``(n, unit, token)`` such as (7, tries, "7 tries")."""
+def expected_total(profile: QuestionProfile, answer: str | None,
+                   evidence: Evidence | None = None) -> list[tuple[int, str, str]]:
+    """Counts the question or answer states for a measure: ``(n, unit, token)`` such as (7, tries, "7 tries").
+
+    A count qualifies when the noun after it is a unit of the lexicon or names a numeric column of
+    the rows (``12 orders`` with an ``orders`` column)."""
     out = []
+    lex = profile.lexicon
     for text in (profile.text, answer or ""):
         for m in extract_numbers(text):
-            if m.unit in UNIT_STEMS and m.value > 1 and float(m.value).is_integer() and not m.percent \
-                    and not m.is_year and m.explicit_sign == "":
+            if not m.unit or m.value <= 1 or not float(m.value).is_integer() or m.percent or m.kind \
+                    or m.currency or m.is_year or m.explicit_sign != "":
+                continue
+            if m.unit in lex.units or (evidence is not None and _unit_columns(m.unit, evidence.cells, lex)):
                 out.append((int(m.value), m.unit, f"{m.token} {m.unit}"))
     return out
 
@@ -31,7 +37,8 @@ def check_relevance(profile: QuestionProfile, evidence: Evidence, answer_step: S
     2 when a data question got only tool output. Only guardrail blocks: 9 (nothing may be retrieved;
     refusing is the right outcome). All executions failed: 0. On the answering statement: empty
     result 2; wrong scope -8; asked entity absent -5; an incomplete set -5 (narrowing filter or
-    one-sided join, a LIMIT that cuts the set, or the rows' measure column summing to less than the
+    one-sided join, a LIMIT that cuts the set or returns fewer than the top N asked for, or the rows'
+    measure column summing to less than the
     count the question/answer states); unrecovered failure caps at 5. A result larger than the
     horizon is stated (the judge sees a sample) and not penalised.
     """
@@ -75,9 +82,12 @@ def check_relevance(profile: QuestionProfile, evidence: Evidence, answer_step: S
     if sql.limit is not None and st.total >= sql.limit and profile.wants_set and not profile.direction \
             and not profile.top_n:
         incomplete.append(f"LIMIT {sql.limit} returned exactly {st.total} rows, so the set may be cut")
+    if sql.limit is not None and profile.top_n and sql.limit < profile.top_n and st.total >= sql.limit:
+        incomplete.append(f"the question asks for the top {profile.top_n} but LIMIT {sql.limit} returns "
+                          f"only {st.total} rows")
     if not st.truncated:
-        for n, unit, token in expected_total(profile, answer):
-            stems = UNIT_STEMS[unit]
+        for n, unit, token in expected_total(profile, answer, evidence):
+            stems = _unit_columns(unit, evidence.cells, profile.lexicon) or profile.lexicon.units.get(unit, ())
             cols = [j for j, c in enumerate(st.step.columns) if any(p.startswith(stems) for p in _parts(c))]
             for j in cols:
                 values = [row[j] for row in st.step.rows if isinstance(row[j], int | float)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...evidence import split_questions
-from .lexicon import MEASURES
+from .lexicon import DEFAULT, Lexicon
 from .question import QuestionProfile, profile_question
 from .text import _TOKEN, _norm, _stem, split_sentences
 
@@ -16,14 +16,14 @@ from .text import _TOKEN, _norm, _stem, split_sentences
 def _overlap(profile: QuestionProfile, sentence: str) -> float:
     s = sentence.lower()
     score = 2.0 * sum(1 for e in profile.entities if e.lower() in s)
-    score += 2.0 * sum(1 for meas in profile.measures if MEASURES[meas][0].search(sentence))
+    score += 2.0 * sum(1 for meas in profile.measures if profile.lexicon.measures[meas][0].search(sentence))
     score += sum(1 for y in profile.years if str(y) in s)
     words = {_stem(w) for w in _TOKEN.findall(_norm(sentence)) if len(w) > 3}
     score += 0.5 * len({w for w in profile.stems if len(w) > 3} & words)
     return score
 
 
-def answer_for_segment(view: Any) -> str | None:
+def answer_for_segment(view: Any, lexicon: Lexicon = DEFAULT) -> str | None:
     """The part of the answer that addresses this segment's question (whole answer when not bundled).
 
     Numbered answers (``1. ... 2. ...``) with one item per segment give the segment's item; an
@@ -44,9 +44,9 @@ def answer_for_segment(view: Any) -> str | None:
     if len(sentences) == n:  # one sentence per question, answered in order
         return sentences[k - 1]
     questions = split_questions(view.full_question)
-    own = profile_question(view.question)
+    own = profile_question(view.question, lexicon)
     if len(questions) == n:
-        profiles = [profile_question(q) for q in questions]
+        profiles = [profile_question(q, lexicon) for q in questions]
         keep = []
         for s in sentences:
             scores = [_overlap(p, s) for p in profiles]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
-from .lexicon import MEASURES
+from .lexicon import DEFAULT, Lexicon
 from .text import _ISO_DATE, _YEAR_MAX, _YEAR_MIN
 
 
@@ -33,6 +33,26 @@ class SqlFilter:
         if self.is_string:
             return bool(_ISO_DATE.fullmatch(self.value)) or any(c.isupper() for c in self.value[:1])
         return self.column == "id" or self.column.endswith("_id")
+
+    @property
+    def is_date(self) -> bool:
+        """A string literal that is an ISO date or a date prefix (``2024-03-01``, ``2024-03%``)."""
+        return self.is_string and bool(_DATE_PREFIX.match(self.value))
+
+    @property
+    def is_code(self) -> bool:
+        """A string literal written as a code rather than words: all capitals (``TX``, ``EMEA``),
+        letters and digits mixed (``SKU-1042``, ``B2B``), or one short lower-case token (``tx``)."""
+        v = self.value.strip()
+        if not self.is_string or not v or self.is_date or " " in v:
+            return False
+        letters = [c for c in v if c.isalpha()]
+        if not letters:
+            return True
+        return (v.isupper() and len(letters) <= 6) or any(c.isdigit() for c in v) or (v.islower() and len(v) <= 3)
+
+
+_DATE_PREFIX = re.compile(r"^(?:19|20)\d\d-(?:0[1-9]|1[0-2])(?:-\d\d)?(?:[ T][\d:.]*)?%?$")
 
 
 @dataclass(frozen=True)
@@ -136,6 +156,12 @@ def analyse_sql(sql: str) -> SqlAnalysis:
                     continue
                 if v.is_integer() and _YEAR_MIN <= v <= _YEAR_MAX:
                     years.add(int(v))
+        for node in cond.find_all(exp.Between):
+            col, low, high = node.this, node.args.get("low"), node.args.get("high")
+            if isinstance(col, exp.Column):
+                for op, lit in (("gte", low), ("lte", high)):
+                    if isinstance(lit, exp.Literal):
+                        filters.append(SqlFilter(col.name.lower(), op, lit.this, lit.is_string))
         for node in cond.find_all(exp.EQ, exp.NEQ, exp.In, exp.Like, exp.GT, exp.GTE, exp.LT, exp.LTE):
             if isinstance(node, exp.In):
                 col = node.this
@@ -147,6 +173,8 @@ def analyse_sql(sql: str) -> SqlAnalysis:
             if not lits or not isinstance(col, exp.Column):
                 continue
             op = type(node).__name__.lower()
+            if op in ("gt", "gte", "lt", "lte") and col is node.expression:  # literal on the left: flip
+                op = {"gt": "lt", "gte": "lte", "lt": "gt", "lte": "gte"}[op]
             for lit in lits:
                 filters.append(SqlFilter(col.name.lower(), op, lit.this, lit.is_string))
 
@@ -174,10 +202,10 @@ def analyse_sql(sql: str) -> SqlAnalysis:
                        all_columns=all_columns)
 
 
-def measure_in_sql(measure: str, sql: SqlAnalysis) -> str:
+def measure_in_sql(measure: str, sql: SqlAnalysis, lexicon: Lexicon = DEFAULT) -> str:
     """Where ``measure`` appears in ``sql``: ``"computed"`` (a column, table, function or literal),
     ``"alias"`` (only as an output name), or ``""`` (absent)."""
-    stems = MEASURES[measure][1]
+    stems = lexicon.measures[measure][1]
 
     def hit(parts: Iterable[str]) -> bool:
         return any(p.startswith(s) for p in parts for s in stems)

@@ -25,10 +25,11 @@ def check_sql_quality(profile: QuestionProfile, evidence: Evidence, answer_step:
     facts = _facts(evidence)
     if not evidence.steps:
         if profile.schema_question or not profile.data_question:
-            r.findings.append("no SQL was needed and none ran")
+            r.findings.append("a request to change data: refusing needs no SQL" if profile.write_request
+                              else "no SQL was needed and none ran")
             return r
         r.score = 1
-        r.findings.append("the question needs data but no SQL ran")
+        r.findings.append("a data question answered without any SQL" + ("" if evidence.tools else " or tool"))
         return r
     if facts["only_blocked"]:
         r.findings.append("the guardrail blocked the statement(s): the system working, not an agent failure")
@@ -59,6 +60,7 @@ def check_sql_quality(profile: QuestionProfile, evidence: Evidence, answer_step:
     material: list[str] = []
     material.extend(targeting.wrong_scope)
     material.extend(targeting.narrowing)
+    material.extend(targeting.wider)
     if sql.limit is not None and answer_step.total >= sql.limit:
         if profile.top_n and sql.limit < profile.top_n:
             material.append(f"LIMIT {sql.limit} is below the top {profile.top_n} asked for")

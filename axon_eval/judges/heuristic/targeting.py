@@ -3,13 +3,15 @@ compare with what the question asks (shared by the intent, SQL and relevance che
 
 from __future__ import annotations
 
+import datetime as _dt
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from .evidence_index import StepInfo, _mention_key
-from .lexicon import QUALIFIERS
 from .question import QuestionProfile
-from .sql_facts import SqlFilter, _parts, measure_in_sql
+from .sql_facts import SqlAnalysis, SqlFilter, _parts, measure_in_sql
 from .text import _ISO_DATE, _TOKEN, _norm, _stem
 
 
@@ -23,7 +25,7 @@ def step_grounding(profile: QuestionProfile, info: StepInfo) -> float:
     sql = info.sql
     score = 0.0
     for meas in profile.measures:
-        if measure_in_sql(meas, sql) == "computed":
+        if measure_in_sql(meas, sql, profile.lexicon) == "computed":
             score += 2
     literal_text = " ".join(sql.literals)
     for ent in profile.entities:
@@ -57,6 +59,12 @@ class Targeting:
     unfiltered: list[str] = field(default_factory=list)  # asked entity not used as a filter
     missing_measure: list[str] = field(default_factory=list)
     absent_entities: list[str] = field(default_factory=list)
+    #: filters or periods the judge cannot map to the question's words (named, never "wrong scope")
+    unverifiable: list[str] = field(default_factory=list)
+    #: a period filter wider than (or open beyond) the period the question names
+    wider: list[str] = field(default_factory=list)
+    #: how filters were read (``state = 'TX' read as Texas``)
+    notes: list[str] = field(default_factory=list)
 
 
 def _literal_conflict(profile: QuestionProfile, literal: str) -> str | None:
@@ -75,41 +83,231 @@ def _literal_conflict(profile: QuestionProfile, literal: str) -> str | None:
         if w == head:
             prev = qwords[i - 1] if i > 0 else ""
             lit_prev = words[-2] if len(words) > 1 else ""
-            if prev in QUALIFIERS and prev != lit_prev:
+            if prev in profile.lexicon.qualifiers and prev != lit_prev:
                 return f"the question says \"{prev} {head}\" but the SQL filters '{literal}'"
     return None
 
 
-_PARTICIPANT_PARTS = frozenset({"team", "score", "side", "club", "player", "points", "goals", "tries"})
+def _is_abbreviation(code: str, words: str) -> bool:
+    """``code`` reads as an abbreviation of ``words``: its initials (``NY`` <- New York) or its letters
+    in order from the first letter (``TX`` <- Texas, ``CA`` <- California)."""
+    c = re.sub(r"[^a-z]", "", code.lower())
+    w = words.lower()
+    if len(c) < 2 or len(c) > 5 or not w or c[0] != w[0]:
+        return False
+    if c == "".join(part[0] for part in w.split() if part):
+        return True
+    i = 0
+    for ch in w.replace(" ", ""):
+        if i < len(c) and ch == c[i]:
+            i += 1
+    return i == len(c) and len(w.split()) == 1
+
+
+def filter_maps_to(profile: QuestionProfile, f: SqlFilter, entity: str | None = None) -> str:
+    """How a filter literal relates to the question's words: ``"same"`` (the question writes it),
+    ``"lexicon"`` (an abbreviation or synonym of the lexicon), ``"abbreviation"`` (its letters spell
+    the entity's initials or the start of it), or ``""`` (the judge cannot map it)."""
+    value = f.value.strip().strip("%")
+    low = value.lower()
+    if not low or low in profile.norm or _norm(value) in profile.norm:
+        return "same"
+    targets = [entity.lower()] if entity else [e.lower() for e in profile.entities]
+    lex = profile.lexicon
+    expansions = lex.expand_code(value)
+    if expansions and (any(x in profile.norm for x in expansions) or any(x in tgt or tgt in x for x in expansions
+                                                                         for tgt in targets)):
+        return "lexicon"
+    related = lex.related(low) | lex.related(_stem(low))
+    if any(r in profile.norm.split() or _stem(r) in profile.stems for r in related if r != low):
+        return "lexicon"
+    if any(_is_abbreviation(value, tgt) for tgt in targets):
+        return "abbreviation"
+    return ""
+
+
+# ---------------------------------------------------------------------------------------------
+# periods
+# ---------------------------------------------------------------------------------------------
+def _next_day(d: str) -> str:
+    try:
+        return (_dt.date.fromisoformat(d) + _dt.timedelta(days=1)).isoformat()
+    except ValueError:
+        return d
+
+
+def sql_date_range(sql: SqlAnalysis) -> tuple[str, str, list[SqlFilter]] | None:
+    """The ``[start, end)`` date range the statement's date filters select (``""`` = unbounded), with
+    those filters; ``None`` when it has none. ``= '2024-03-05'`` is a day, ``LIKE '2024-03%'`` a month."""
+    lo, hi, used = "", "", []
+    for f in sql.filters:
+        if not f.is_date:
+            continue
+        v = f.value.rstrip("%")[:10]
+        if len(v) == 7:  # a month prefix
+            from .question import _month_range
+
+            a, b = _month_range(int(v[:4]), int(v[5:7]))
+        else:
+            a, b = v, _next_day(v)
+        if f.op in ("eq", "like", "in"):
+            f_lo, f_hi = a, b
+        elif f.op in ("gte", "gt"):
+            f_lo, f_hi = (a if f.op == "gte" else b), ""
+        elif f.op in ("lt", "lte"):
+            f_lo, f_hi = "", (a if f.op == "lt" else b)
+        else:
+            continue
+        used.append(f)
+        lo = max(lo, f_lo) if f_lo else lo
+        hi = min(hi, f_hi) if (f_hi and hi) else (f_hi or hi)
+    return (lo, hi, used) if used else None
+
+
+def _fmt_range(lo: str, hi: str) -> str:
+    if lo and hi:
+        return f"{lo} up to {hi}"
+    return f"from {lo}" if lo else f"before {hi}"
+
+
+def _period_findings(profile: QuestionProfile, info: StepInfo, t: Targeting) -> None:
+    """Compare the question's period with the statement's date and year filters.
+
+    A date range that misses every period the question names is a wrong scope; one that is wider
+    or open-ended is a period flaw (``wider``); one strictly inside a named period narrows the set;
+    one equal to a named period (or spanning several named periods) is right. Without a date range,
+    year filters are compared with the question's years. A date filter the question does not ask
+    for narrows the set, unless the question names a relative period ("last month"), which the
+    judge cannot date: then it is unverifiable and named.
+    """
+    sql = info.sql
+    rng = sql_date_range(sql)
+    if profile.periods:
+        if rng is not None:
+            lo, hi, _ = rng
+            q_lo = min(a for a, _ in profile.periods)
+            q_hi = max(b for _, b in profile.periods)
+            asked = ", ".join(_fmt_range(a, b) for a, b in profile.periods[:3])
+            selected = _fmt_range(lo, hi)
+            if (lo and lo >= q_hi) or (hi and hi <= q_lo):
+                t.wrong_scope.append(f"the question asks about {asked} but the SQL's date filters select {selected}")
+            elif not lo or not hi or lo < q_lo or hi > q_hi:
+                t.wider.append(f"the question asks about {asked} but the SQL's date filters select {selected}, "
+                               "a wider period")
+            elif (lo, hi) in profile.periods or (lo == q_lo and hi == q_hi):
+                pass
+            else:
+                inside = next(((a, b) for a, b in profile.periods if a <= lo and hi <= b), None)
+                if inside is not None:
+                    t.narrowing.append(f"the date filter selects {selected}, only part of the "
+                                       f"{_fmt_range(*inside)} the question asks about")
+            return
+        if profile.years:
+            if sql.years and not (profile.years & sql.years):
+                t.wrong_scope.append(f"the question asks about {_years(profile.years)} but the SQL filters "
+                                     f"{_years(sql.years)}")
+            elif not sql.years and not any(str(y) in info.text for y in profile.years):
+                t.wrong_scope.append(f"the question asks about {_years(profile.years)} but the SQL has no "
+                                     "period filter, so the rows cover every period")
+        return
+    if rng is None:
+        return
+    lo, hi, used = rng
+    if profile.relative_period:
+        t.unverifiable.append(f"the date filter ({_fmt_range(lo, hi)}) stands for a period the question names "
+                              "relative to today, which the judge cannot date")
+    else:
+        cols = sorted({f.column for f in used})
+        t.narrowing.append(f"the date filter on {', '.join(cols)} ({_fmt_range(lo, hi)}) is not in the question "
+                           "and narrows the set")
+
+
+def _schema_numeric_columns(schema_text: str) -> set[str]:
+    return {m.group(1) for m in _TYPED_COLUMN.finditer(schema_text)}
+
+
+_TYPED_COLUMN = re.compile(r"\b([a-z][a-z0-9_]*)\s*(?::\s*)?\(?\s*(?:integer|int|bigint|smallint|real|numeric|"
+                           r"decimal|float|double|money|number)\b", re.I)
+
+
+def evidence_measures(profile: QuestionProfile, info: StepInfo, evidence: Any) -> list[str]:
+    """Question words that name a numeric column the evidence knows (typed in the schema discovery
+    output, or holding numbers in another statement's rows) that the answering statement never reads."""
+    if evidence is None:
+        return []
+    cols: set[str] = {"_".join(c) for c in evidence.numeric_columns}
+    for _, tool in evidence.tools:
+        if tool.status == "ok" and tool.output is not None:
+            cols |= {c.lower() for c in _schema_numeric_columns(tool.output if isinstance(tool.output, str)
+                                                                 else repr(tool.output))}
+    sql_parts = {p for p in info.sql.identifiers | info.sql.aliases}
+    sql_stems = {_stem(p) for p in sql_parts}
+    lex = profile.lexicon
+    covered = {s for m in profile.measures for s in lex.measures[m][1]}
+    out = []
+    for word in sorted({w for w in profile.stems if len(w) >= 4 and w not in lex.not_names}):
+        if any(word.startswith(s) or s.startswith(word) for s in covered if len(s) >= 3):
+            continue
+        named = [c for c in cols if any(p == word or (_stem(p) == word) for p in _parts(c))
+                 and not any(p in ("id", "key") for p in _parts(c))]
+        if not named:
+            continue
+        related = {_stem(r) for r in lex.related(word)} | {word}
+        if any(s.startswith(tuple(related)) for s in sql_stems) or any(p.startswith(tuple(related)) for p in sql_parts):
+            continue
+        out.append(f"{word} (column {named[0]})")
+    return out
+
+
+_KEY_PARTS = frozenset({"id", "code", "key", "name", "no", "num", "number", "ref"})
+
+
+def _names_for_filter(info: StepInfo, f: SqlFilter) -> set[str]:
+    """Proper names the rows show for the thing a filter selects: capitalised string cells in a
+    column that shares a word with the filter's column (``team_id = 7`` -> the ``team`` column)."""
+    words = set(_parts(f.column)) - _KEY_PARTS
+    if not words or not info.step.columns:
+        return set()
+    cols = [j for j, c in enumerate(info.step.columns) if words & (set(_parts(c)) - _KEY_PARTS)
+            or (set(_parts(c)) & {"name"} and words & set(_parts(c)))]
+    out = set()
+    for row in info.step.rows:
+        for j in cols:
+            v = row[j] if j < len(row) else None
+            if isinstance(v, str) and v[:1].isupper() and not _ISO_DATE.fullmatch(v) and len(v) < 80:
+                out.add(v)
+    return out
 
 
 def assess_targeting(profile: QuestionProfile, info: StepInfo, horizon: int,
-                     other_steps: Sequence[StepInfo] = ()) -> Targeting:
-    """Compare the question with the statement that answers it (years, entities, categories,
+                     other_steps: Sequence[StepInfo] = (), evidence: Any = None) -> Targeting:
+    """Compare the question with the statement that answers it (periods, entities, categories,
     measures, ordering, one-sided joins, narrowing and missing filters).
 
     ``other_steps``: the other successful statements; an entity they filter on or show in their rows
     is not "absent" (the turn retrieved it), though the answering statement still decides scope.
+    A filter written as a code the judge cannot map to the question's words (``state = 'TX'`` for a
+    question about a place it has no lexicon entry for) is *unverifiable* and named; only a filter
+    on a different *name* (a capitalised literal that is neither the entity nor an abbreviation of
+    it) is a wrong scope.
     """
     t = Targeting()
     sql = info.sql
     if not sql.parsed:
         return t
-    # period
-    if profile.years:
-        if sql.years and not (profile.years & sql.years):
-            t.wrong_scope.append(f"the question asks about {_years(profile.years)} but the SQL filters "
-                                 f"{_years(sql.years)}")
-        elif not sql.years and not any(str(y) in info.text for y in profile.years):
-            t.wrong_scope.append(f"the question asks about {_years(profile.years)} but the SQL has no "
-                                 "period filter, so the rows cover every season")
+    _period_findings(profile, info, t)
     # entities
     literal_text = " | ".join(sql.literals)
-    specific = [f for f in sql.filters if f.specific and f.value.lower() not in profile.norm
-                and _norm(f.value) not in profile.norm]
+    specific = [f for f in sql.filters if (f.specific or f.is_code) and not f.is_date
+                and filter_maps_to(profile, f) != "same"]
     for ent in profile.entities:
         e = ent.lower()
         if e in literal_text:
+            continue
+        mapped = [f for f in specific if filter_maps_to(profile, f, ent)]
+        if mapped:
+            f = mapped[0]
+            t.notes.append(f"{f.column} = {_quote_lit(f)} read as {ent} ({filter_maps_to(profile, f, ent)})")
             continue
         if e in info.text:
             t.unfiltered.append(ent) if info.truncated else None
@@ -118,14 +316,26 @@ def assess_targeting(profile: QuestionProfile, info: StepInfo, horizon: int,
             t.unfiltered.append(ent)
         elif any(e in " | ".join(o.sql.literals) or e in o.text for o in other_steps):
             continue
-        elif specific:
-            f = specific[0]
+        elif any(_names_for_filter(info, f) for f in specific):
+            f = next(f for f in specific if _names_for_filter(info, f))
+            shown = sorted(_names_for_filter(info, f))[:3]
+            t.wrong_scope.append(f"the question names {ent} but the SQL filters {f.column} = {_quote_lit(f)}, "
+                                 f"which the rows show as {', '.join(shown)}")
+        elif any(f.is_code for f in specific):
+            f = next(f for f in specific if f.is_code)
+            t.unverifiable.append(f"the filter {f.column} = {_quote_lit(f)} is a code the judge cannot map to "
+                                  f"\"{ent}\" (neither the question nor the lexicon spells it)")
+        elif any(f.is_string and not f.is_code for f in specific):
+            f = next(f for f in specific if f.is_string and not f.is_code)
             t.wrong_scope.append(f"the question names {ent} but the SQL filters {f.column} = "
                                  f"{_quote_lit(f)} and {ent} is not in the rows")
+        elif specific:
+            f = specific[0]
+            t.unverifiable.append(f"the filter {f.column} = {_quote_lit(f)} cannot be mapped to \"{ent}\"")
         else:
             t.absent_entities.append(ent)
     for d in profile.dates:
-        if d not in literal_text and info.truncated:
+        if d not in literal_text and info.truncated and sql_date_range(sql) is None:
             t.unfiltered.append(d)
     # categories and measures
     for lit in sql.literals:
@@ -133,32 +343,29 @@ def assess_targeting(profile: QuestionProfile, info: StepInfo, horizon: int,
         if conflict:
             t.wrong_scope.append(conflict)
     for meas in sorted(profile.measures):
-        where = measure_in_sql(meas, sql)
+        where = measure_in_sql(meas, sql, profile.lexicon)
         if where == "alias" and sql.count_only:
             t.wrong_scope.append(f"the question asks for {meas} but the SQL only names a COUNT '{meas}' "
                                  "without any condition that selects them")
         elif where == "":
             t.missing_measure.append(meas)
+    t.missing_measure.extend(evidence_measures(profile, info, evidence))
     # ordering direction
     if profile.direction and sql.order:
         key, desc = sql.order[0]
         if (profile.direction == "asc") == desc and "min(" not in key and "max(" not in key:
             t.wrong_scope.append(f"the question asks for the {'fewest/lowest' if profile.direction == 'asc' else 'most/highest'}"
                                  f" but the SQL orders by {key} {'DESC' if desc else 'ASC'}")
-    # one-sided home/away joins
+    # one-sided joins over a two-sided relation (home/away, billing/shipping, debit/credit, ...)
     if not profile.home_away:
-        # a side column of a participant (home_team_id, away_score, ...), not e.g. home_venue_id
-        cond_parts = {p for c in sql.condition_columns for p in _parts(c)
-                      if _PARTICIPANT_PARTS & set(_parts(c))}
+        side_parts = profile.lexicon.side_parts
+        cond_parts = {p for c in sql.condition_columns for p in _parts(c) if side_parts & set(_parts(c))}
         all_parts = {p for c in sql.all_columns for p in _parts(c)}
-        for side, other in (("home", "away"), ("away", "home")):
-            if side in cond_parts and other not in all_parts:
-                t.narrowing.append(f"the SQL only uses the {side} side ({side}_* columns) and never the "
-                                   f"{other} side, which the question does not restrict")
-    # narrowing filters on specific values the question never mentions
-    for f in specific:
-        if f.is_string and _ISO_DATE.fullmatch(f.value) and not profile.dates:
-            t.narrowing.append(f"the filter {f.column} = '{f.value}' is not in the question and narrows the set")
+        for a, b in profile.lexicon.sides:
+            for side, other in ((a, b), (b, a)):
+                if side in cond_parts and other not in all_parts:
+                    t.narrowing.append(f"the SQL only uses the {side} side ({side}_* columns) and never the "
+                                       f"{other} side, which the question does not restrict")
     return t
 
 

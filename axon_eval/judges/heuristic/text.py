@@ -9,27 +9,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .lexicon import (
-    ORDINAL_WORDS,
-    SCALE_WORDS,
-    WORD_NUMBERS,
-    _CONNECTORS,
-    _GENERIC_EDGE,
-    _INJECTION,
-    _NOT_NAME_WORDS,
-)
+from .lexicon import CONNECTORS, DEFAULT, INJECTION, ORDINAL_WORDS, SCALE_WORDS, WORD_NUMBERS, Lexicon
 
 
 # =============================================================================================
 # Regexes (compiled once)
 # =============================================================================================
 _ISO_DATE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
+_CURRENCY = r"(?:US\$|A\$|C\$|NZ\$|HK\$|R\$|[$€£¥₹])"
 _NUMBER = re.compile(
-    r"(?P<sign>(?<![\w.,])[-−–+](?=\d))?"
-    r"(?<![\w.])(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\w]*\d)"
-    r"(?P<ord>st|nd|rd|th)?\b"
-    r"(?P<pct>\s?%|\s?per ?cent\b|\s?percent\b)?"
-    r"(?:\s?(?P<scale>thousand|million|billion|bn|mn|k|m)\b)?",
+    r"(?P<open>\((?=[-−–]?" + _CURRENCY + r"?\s?\d))?"
+    r"(?P<sign>(?<![\w.,])[-−–+](?=" + _CURRENCY + r"?\d))?"
+    r"(?P<cur>(?<![\w])" + _CURRENCY + r")?"
+    r"(?P<sign2>(?<=[$€£¥₹])[-−–](?=\d))?"
+    r"(?<![\w.])(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+    r"(?:(?P<ord>st|nd|rd|th)\b|(?P<suffix>[kKmMbB]|mn|MM|mm|bn|Bn|BN|tn|mil)(?![\w])|(?![\w]*\d)\b)"
+    r"(?P<pct>\s?%|\s?per ?cent\b|\s?percent\b|\s?(?:pp|ppt|ppts)\b|\s?percentage[- ]points?\b"
+    r"|\s?(?:basis[- ]points?|bps|bp)\b)?"
+    r"(?:\s(?P<scale>thousand|million|billion|trillion|bn|mn)\b)?"
+    r"(?P<close>\))?",
 )
 _WORD_NUMBER = re.compile(
     r"\b(?P<tens>" + "|".join(w for w, v in WORD_NUMBERS.items() if v >= 20) + r")(?:[- ](?P<unit>"
@@ -68,10 +66,17 @@ class NumberMention:
     word: bool = False
     ordinal: bool = False
     unit: str = ""
+    #: ``"percent"`` (``%``, per cent), ``"pp"`` (percentage points), ``"bps"`` (basis points) or ``""``
+    kind: str = ""
+    #: the currency sign as written (``$``, ``€``, ``US$``), else ``""``
+    currency: str = ""
+    #: the scale factor of a suffix or scale word (``1.2M`` -> 1e6), else 1
+    scale: float = 1.0
 
     @property
     def is_year(self) -> bool:
         return (not self.percent and not self.ordinal and self.tolerance == 0.5 and self.explicit_sign == ""
+                and not self.currency and not self.kind
                 and _YEAR_MIN <= self.value <= _YEAR_MAX and float(self.value).is_integer())
 
 
@@ -86,8 +91,13 @@ class TextMention:
     value: Any = None
 
 
+_UNIT_SKIP = re.compile(r"[\s\-]*(?:(?:of the|more|other|new|unique|distinct|different|separate|individual|"
+                        r"active|total|in)\s+)?([A-Za-z]+)")
+
+
 def _unit_after(text: str, end: int) -> str:
-    m = re.match(r"[\s\-]*(?:of the\s+|more\s+|pool\s+|penalty\s+)?([A-Za-z]+)", text[end:end + 30])
+    """The noun after a number (``12 orders`` -> ``orders``; ``8 more orders`` -> ``orders``)."""
+    m = _UNIT_SKIP.match(text, end, min(len(text), end + 40))
     return m.group(1).lower() if m else ""
 
 
@@ -117,19 +127,31 @@ def extract_numbers(text: str, skip_spans: Sequence[tuple[int, int]] = ()) -> li
         digits = num.replace(",", "")
         decimals = len(digits.split(".")[1]) if "." in digits else 0
         value = float(digits)
-        scale = SCALE_WORDS.get((m.group("scale") or "").lower(), 1.0)
-        if m.group("scale") in ("m", "k") and not m.group(0).rstrip().endswith(m.group("scale")):
-            scale = 1.0
-        sign = m.group("sign") or ""
+        suffix = m.group("suffix") or ""
+        scale_word = (m.group("scale") or "").lower()
+        scale = SCALE_WORDS.get(scale_word or suffix.lower(), 1.0)
+        cur = m.group("cur") or ""
+        sign = m.group("sign") or m.group("sign2") or ""
         sign = "-" if sign in ("-", "−", "–") else sign
-        # A hyphen directly after a digit/letter ("24-17") was excluded by the lookbehind.
+        pct_text = (m.group("pct") or "").strip().lower()
+        kind = ("" if not pct_text else "bps" if pct_text.startswith(("b", "basis")) else
+                "pp" if pct_text.startswith(("pp", "percentage", "p.p")) else "percent")
+        # an accounting negative: "(1,234)", "($1.2M)" -- a parenthesised count such as "(2)" is not one
+        accounting = bool(m.group("open") and m.group("close") and (cur or "," in num) and sign != "+")
+        if accounting:
+            sign = "-"
+        start = m.start() if accounting else min(i for i in (m.start("sign"), m.start("cur"), m.start("num")) if i >= 0)
+        end = m.end() if accounting else (m.end("close") - 1 if m.group("close") else m.end())
+        token = text[start:end].rstrip()
+        end = start + len(token)
         signed = -value if sign == "-" else value
         tol = 0.5 * 10 ** (-decimals) * scale
-        token = m.group(0).rstrip()
-        out.append(NumberMention(token=token, start=m.start(), end=m.start() + len(token),
-                                 value=signed * scale, tolerance=tol,
-                                 percent=bool(m.group("pct")), explicit_sign=sign,
-                                 ordinal=bool(m.group("ord")), unit=_unit_after(text, m.start() + len(token))))
+        if scale > 1 and not scale_word:
+            tol *= 2  # an abbreviated figure (1.2M) may be truncated as well as rounded
+        out.append(NumberMention(token=token, start=start, end=end, value=signed * scale, tolerance=tol,
+                                 percent=kind in ("percent", "pp"), explicit_sign=sign,
+                                 ordinal=bool(m.group("ord")), unit=_unit_after(text, end),
+                                 kind=kind, currency=cur, scale=scale))
     for m in _WORD_NUMBER.finditer(text):
         if skipped(m.start(), m.end()):
             continue
@@ -159,7 +181,7 @@ def _sentence_starts(text: str) -> set[int]:
     return starts
 
 
-def extract_names(text: str) -> list[TextMention]:
+def extract_names(text: str, lexicon: Lexicon = DEFAULT) -> list[TextMention]:
     """Capitalised names: sequences of capitalised words (joined by particles such as ``of``/``van``).
 
     A sequence of two or more capitalised words counts anywhere (after trimming generic edge words:
@@ -187,7 +209,7 @@ def extract_names(text: str) -> list[TextMention]:
                 seq.append((nw, ns, ne))
                 j += 1
                 continue
-            if nw.lower() in _CONNECTORS and j + 1 < len(words) and _is_cap(words[j + 1][0]) \
+            if nw.lower() in CONNECTORS and j + 1 < len(words) and _is_cap(words[j + 1][0]) \
                     and text[ne:words[j + 1][1]] == " ":
                 seq.append((nw, ns, ne))
                 j += 1
@@ -196,15 +218,15 @@ def extract_names(text: str) -> list[TextMention]:
         i = j
         # strip possessives and trim generic edge words
         seq = [(re.sub(r"['’]s$", "", a), b, c - (len(a) - len(re.sub(r"['’]s$", "", a)))) for a, b, c in seq]
-        while seq and (seq[0][0].lower() in _GENERIC_EDGE or seq[0][0].lower() in _NOT_NAME_WORDS):
+        while seq and (seq[0][0].lower() in lexicon.name_edges or seq[0][0].lower() in lexicon.not_names):
             seq.pop(0)
-        while seq and (seq[-1][0].lower() in _GENERIC_EDGE or seq[-1][0].lower() in _CONNECTORS):
+        while seq and (seq[-1][0].lower() in lexicon.name_edges or seq[-1][0].lower() in CONNECTORS):
             seq.pop()
         if not seq:
             continue
         if len(seq) == 1:
             word, ws, we = seq[0]
-            if ws in starts or word.lower() in _NOT_NAME_WORDS or len(word) < 3:
+            if ws in starts or word.lower() in lexicon.not_names or len(word) < 3:
                 continue
         token = text[seq[0][1]:seq[-1][2]]
         out.append(TextMention("name", token, seq[0][1], seq[-1][2], token))
@@ -228,7 +250,7 @@ def detect_injection(text: str | None) -> list[str]:
     """
     if not text:
         return []
-    return [m.group(0) for m in _INJECTION.finditer(text)]
+    return [m.group(0) for m in INJECTION.finditer(text)]
 
 
 def split_sentences(text: str) -> list[tuple[int, int]]:
