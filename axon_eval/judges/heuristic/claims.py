@@ -103,6 +103,8 @@ def _matches(m: NumberMention, c: float, fraction: bool) -> bool:
         return any(abs(k * c - m.value) <= tol for k in ((1.0, 100.0, 10000.0) if fraction else (1.0, 100.0)))
     if m.percent and fraction:
         return abs(100.0 * c - m.value) <= tol
+    if m.abbreviated and (c >= 0) == (m.value >= 0):
+        return -tol <= abs(c) - abs(m.value) <= 2 * m.tolerance + 1e-9
     return abs(c - m.value) <= tol
 
 
@@ -139,7 +141,7 @@ def number_support(m: NumberMention, cells: Sequence[Cell], context: str = "",
         restricted_steps = {k[0] for k in rows}
         cells = [c for c in cells if c.source not in ("row", "text") or c.step not in restricted_steps
                  or (c.step, c.row) in rows]
-    stems = _unit_columns(m.unit, cells, lexicon)
+    stems = None if m.currency else _unit_columns(m.unit, cells, lexicon)
     named = _columns_named_in(preceding, cells) if preceding and stems is None else set()
     if named:
         cells = [c for c in cells if c.source not in ("row", "sum", "text", "row_count") or c.column in named]
@@ -166,6 +168,8 @@ def number_support(m: NumberMention, cells: Sequence[Cell], context: str = "",
             shown = _fmt_value(opposite[0].value)
             if m.value > 0 and m.explicit_sign != "+" and negative_words and not positive_words:
                 return SUPPORTED, f"magnitude of {shown}, sign carried by the wording"
+            if m.value > 0 and m.explicit_sign != "+" and lexicon.outflow.search(context) and not positive_words:
+                return SUPPORTED, f"magnitude of {shown}, an outflow stored as a negative amount"
             return UNSUPPORTED, f"sign: the rows show {shown}"
     if (stems is None and not m.percent and not m.kind and not m.currency and m.value >= 0
             and float(m.value).is_integer() and m.tolerance <= 0.5 and any(m.value <= n for n in complete_row_counts)):
@@ -175,6 +179,42 @@ def number_support(m: NumberMention, cells: Sequence[Cell], context: str = "",
     if near:
         return UNSUPPORTED, f"scale: the rows show {_fmt_value(near[0].value)}"
     return UNSUPPORTED, "no retrieved value matches"
+
+
+_DIFFERENCE_WORDS = re.compile(r"\b(differen\w*|gap|spread|more|fewer|less|up|down|ahead|behind|margin|"
+                               r"increase\w*|decrease\w*|change\w*|rose|fell|grew|dropped|by|between|versus|vs)\b",
+                               re.I)
+#: at most this many numeric cells per statement are paired when looking for a difference
+MAX_DIFFERENCE_CELLS = 40
+
+
+def derived_support(m: NumberMention, cells: Sequence[Cell], preceding: str = "") -> str:
+    """A figure equal to the difference of two retrieved values of one statement (a spread in
+    percentage points, "12 more than", "up 0.53 points"): the reason, or ``""``.
+
+    Only for figures written with decimals, as a percentage or percentage points, or after
+    difference wording (``up``, ``gap``, ``more``, ``by`` ...), so a small whole number is not matched
+    by chance. Both values come from the shown rows of the same statement (at most
+    :data:`MAX_DIFFERENCE_CELLS` of them).
+    """
+    if m.value == 0 or not (m.tolerance < 0.5 or m.kind in ("pp", "percent") or _DIFFERENCE_WORDS.search(preceding)):
+        return ""
+    by_step: dict[int, list[Cell]] = {}
+    for c in cells:
+        if c.source == "row":
+            by_step.setdefault(c.step, []).append(c)
+    target = abs(m.value)
+    probe = replace(m, value=target)
+    for step, pool in by_step.items():
+        pool = pool[:MAX_DIFFERENCE_CELLS]
+        for i, a in enumerate(pool):
+            for b in pool[i + 1:]:
+                if a.fraction != b.fraction:
+                    continue
+                if _matches(probe, abs(a.value - b.value), a.fraction and b.fraction):
+                    return (f"the difference of {_fmt_value(a.value)} and {_fmt_value(b.value)} "
+                            f"(step {step})")
+    return ""
 
 
 def _columns_named_in(text: str, cells: Sequence[Cell]) -> set[tuple[str, ...]]:

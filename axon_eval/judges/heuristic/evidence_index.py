@@ -106,6 +106,8 @@ class Evidence:
     numeric_columns: frozenset[tuple[str, ...]] = frozenset()
     #: lower-case words of schema discovery output (tool outputs): table and column names
     schema_words: frozenset[str] = frozenset()
+    #: per statement (1-based step number): the years its shown rows hold
+    step_years: dict[int, frozenset[int]] = field(default_factory=dict)
 
     def rows_named_in(self, sentence: str) -> set[tuple[int, int]]:
         """Shown rows whose capitalised cells (team, player, venue names) occur in ``sentence``."""
@@ -185,6 +187,7 @@ def build_evidence(view: Any, lexicon: Lexicon = DEFAULT) -> Evidence:
     shown_trunc: set[int] = set()
     row_strings: dict[tuple[int, int], list[tuple[str, str]]] = {}
     schema_words: set[str] = set()
+    step_years: dict[int, set[int]] = {}
     numeric_parts: set[tuple[str, ...]] = set()
     row_years: set[int] = set()
     proper: dict[str, set[tuple[int, int]]] = {}
@@ -232,6 +235,7 @@ def build_evidence(view: Any, lexicon: Lexicon = DEFAULT) -> Evidence:
                         numeric_cols.setdefault(j, []).append(float(value))
                         if any(p in ("year", "season") for p in col) and _YEAR_MIN <= value <= _YEAR_MAX:
                             row_years.add(int(value))
+                            step_years.setdefault(number, set()).add(int(value))
                     elif isinstance(value, str):
                         row_text_parts.append(value)
                         strings.append((value.lower(), "_".join(col)))
@@ -242,6 +246,7 @@ def build_evidence(view: Any, lexicon: Lexicon = DEFAULT) -> Evidence:
                         for d in extract_dates(value):
                             dates.add(d.token)
                             row_years.add(int(d.token[:4]))
+                            step_years.setdefault(number, set()).add(int(d.token[:4]))
                             cells.append(Cell(float(d.token[:4]), col, "text", number, r_i))
                         if not _ISO_DATE.fullmatch(value):
                             for n in extract_numbers(value):
@@ -285,7 +290,8 @@ def build_evidence(view: Any, lexicon: Lexicon = DEFAULT) -> Evidence:
                     any_success=any(s.ok for s in steps) or any(t.status == "ok" for _, t in tools),
                     injections=injections, row_strings=row_strings, row_years=frozenset(row_years),
                     proper_cells={k: frozenset(v) for k, v in proper.items() if len(k) < 80},
-                    lexicon=lexicon, numeric_columns=frozenset(numeric_parts), schema_words=frozenset(schema_words))
+                    lexicon=lexicon, numeric_columns=frozenset(numeric_parts), schema_words=frozenset(schema_words),
+                    step_years={k: frozenset(v) for k, v in step_years.items()})
 
 
 _PLAIN_NUMBER = re.compile(r"[-−–+]?(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)\s?(?:%|per ?cent|percent)?")

@@ -26,7 +26,9 @@ Nothing a sampler leaves out is ever taken as support.
 
 from __future__ import annotations
 
+import datetime as _dt
 import re
+from typing import Any
 
 from .claims import (
     ClaimCheck,
@@ -38,6 +40,7 @@ from .claims import (
     _same_row,
     _unit_columns,
     affiliation_partner,
+    derived_support,
     injection_spans,
     name_supported,
     number_support,
@@ -45,12 +48,37 @@ from .claims import (
 
 from .common import CheckResult, _clamp
 from .evidence_index import Evidence
-from .lexicon import HEDGE
+from .lexicon import HEDGE, ORDINAL_WORDS
 from .question import QuestionProfile
 from .text import split_sentences
 
 
 _YEAR_BOUND = re.compile(r"\b(since|from|after|before|until|through|up to)\s+$", re.I)
+
+
+def _rank_value(token: str) -> int | None:
+    for word in re.findall(r"[a-z]+|\d+", token.lower()):
+        if word in ORDINAL_WORDS:
+            return ORDINAL_WORDS[word]
+        if word.isdigit():
+            return int(word)
+    return None
+
+
+_PERIOD_UNITS = {"year": 366, "years": 366, "month": 31, "months": 31, "quarter": 92, "quarters": 92}
+
+
+def _period_count(m: Any, profile: QuestionProfile) -> str:
+    """``"the two years"`` of a question naming 2023 and 2024: a count of the periods it names."""
+    span = _PERIOD_UNITS.get(m.unit)
+    if span is None or m.percent or m.currency or not float(m.value).is_integer() or m.value < 1:
+        return ""
+    if m.unit.startswith("year"):
+        n = len(profile.years)
+    else:
+        n = sum(1 for a, b in profile.periods
+                if abs((_dt.date.fromisoformat(b) - _dt.date.fromisoformat(a)).days - span) <= 3)
+    return f"counts the {n} {m.unit} the question names" if n == int(m.value) else ""
 
 
 def check_faithfulness(profile: QuestionProfile, evidence: Evidence, answer: str | None,
@@ -106,10 +134,18 @@ def check_faithfulness(profile: QuestionProfile, evidence: Evidence, answer: str
                                      f"counts the {int(m.value)} shown rows, but the statement returned "
                                      f"{trunc[0].total}", m.start, m.end))
             continue
+        periods = _period_count(m, profile)
+        if periods:
+            checks.append(ClaimCheck(m.token, "figure", SUPPORTED, periods, m.start, m.end))
+            continue
         sent_start = sentence_of(m.start)[0]
         status, reason = number_support(m, evidence.cells, ctx, evidence.complete_row_counts,
                                         rows_for(m.start) or None,
                                         preceding=answer[max(sent_start, m.start - 30):m.start], lexicon=lex)
+        if status == UNSUPPORTED and not reason.startswith(("sign", "scale")):
+            derived = derived_support(m, evidence.cells, answer[max(sent_start, m.start - 30):m.start])
+            if derived:
+                status, reason = SUPPORTED, derived
         if status == UNSUPPORTED and trunc and not reason.startswith(("sign", "scale")):
             a, b = sentence_of(m.start)
             if _may_count_rows(m, evidence):
@@ -142,9 +178,12 @@ def check_faithfulness(profile: QuestionProfile, evidence: Evidence, answer: str
                     reason = f"no retrieved row pairs {t.token} with {partner.token}"
             checks.append(ClaimCheck(t.token, "name", status, reason, t.start, t.end))
         elif t.kind == "rank":
-            ok = ordered_steps
-            checks.append(ClaimCheck(t.token, "rank", SUPPORTED if ok else UNSUPPORTED,
-                                     "" if ok else "no ordered result supports a ranking", t.start, t.end))
+            ordered = [s for s in evidence.ok_steps if s.sql.order]
+            rank = _rank_value(t.token)
+            ok = bool(ordered) and (rank is None or rank <= max(s.total for s in ordered))
+            reason = ("" if ok else "no ordered result supports a ranking" if not ordered
+                      else f"a rank of {rank} but the ordered result has only {max(s.total for s in ordered)} rows")
+            checks.append(ClaimCheck(t.token, "rank", SUPPORTED if ok else UNSUPPORTED, reason, t.start, t.end))
         elif t.kind == "absolute" and trunc and not evidence.entities_complete(answer[slice(*sentence_of(t.start))]):
             checks.append(ClaimCheck(t.token, "absolute", UNSUPPORTED,
                                      f"an absolute claim about a result of {trunc[0].total} rows of which only "

@@ -24,7 +24,8 @@ def check_intent(profile: QuestionProfile, evidence: Evidence, answer_step: Step
     schema question answered from tools; 7 (answer addresses the question's entities/measures) or 5
     when a data question got no SQL. When every execution failed intent is only shown by statements
     that never ran: bounded to 5-8. An unrecovered failure leaves part of the intent unconfirmed: <= 8.
-    Filters the judge cannot map to the question's words are named as unverifiable, not penalised.
+    Filters the judge cannot map to the question's words are named as unverifiable, not penalised,
+    except an opaque id standing for the asked entity (-2: the subject is unconfirmed).
     """
     r = CheckResult(10)
     sql_steps = evidence.steps
@@ -57,6 +58,8 @@ def check_intent(profile: QuestionProfile, evidence: Evidence, answer_step: Step
         r.findings.append(", ".join(targeting.absent_entities) + " appears neither in the SQL filters nor in the rows")
     if targeting.unverifiable:
         r.findings.extend(f"unverifiable: {u}" for u in targeting.unverifiable)
+        if targeting.opaque_scope:
+            penalty += 2
     score = 10 - penalty
     facts = _facts(evidence)
     if facts["all_failed"]:

@@ -35,7 +35,8 @@ verdict/band cross-check can disagree. A decision list, first match wins (:func:
    filter, one-sided join, a LIMIT that cuts the set or is below the top N asked for); the chain
    ended on an unrecovered failure; claims the judge could not verify (they would sit in rows it
    does not see); instructions to the evaluator in the answer; an asked measure the SQL never
-   computes, an asked entity absent from filters and rows, or a period wider than asked.
+   computes, an asked entity absent from filters and rows, a subject selected by an opaque id the
+   judge cannot tie to the asked entity, or a period wider than asked.
 3. ``good`` otherwise.
 
 The score band is still computed (``details["band"]``) and stated in the explanation.
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -120,15 +122,25 @@ class HeuristicJudge(Judge):
         """Grade ``view``; returns the :class:`Verdict` and structured details (claims, findings)."""
         lex = self.lexicon
         profile = profile_question(view.question, lex)
+        full = getattr(view, "full_question", view.question)
+        if full != view.question and not profile.periods:
+            # a bundled segment that names no period inherits the period its turn names
+            whole = profile_question(full, lex)
+            if whole.periods:
+                profile = replace(profile, periods=whole.periods, years=whole.years,
+                                  relative_period=whole.relative_period)
         evidence = build_evidence(view, lex)
         horizon = view.row_horizon
         ok_steps = evidence.ok_steps
         candidates = ok_steps or [s for s in evidence.steps]
         answer_step = pick_answer_step(profile, candidates) if candidates else None
-        targeting = (assess_targeting(profile, answer_step, horizon,
-                                      [s for s in ok_steps if s is not answer_step], evidence)
-                     if answer_step is not None else Targeting())
         answer = answer_for_segment(view, lex)
+        targeting = (assess_targeting(profile, answer_step, horizon,
+                                      [s for s in ok_steps if s is not answer_step], evidence, answer)
+                     if answer_step is not None else Targeting())
+        if answer_step is not None and not answer_step.ok:
+            # a blocked or failed statement shows intent, but its filters and measures served nothing
+            targeting = Targeting(wrong_scope=targeting.wrong_scope)
 
         intent = check_intent(profile, evidence, answer_step, targeting, answer)
         sql_q = check_sql_quality(profile, evidence, answer_step if answer_step in ok_steps else None,
@@ -207,6 +219,8 @@ def decide_verdict(profile: Any, evidence: Any, targeting: Targeting, relevance:
         return "partial", "claims the judge could not verify in the shown rows"
     if any("instructions to the evaluator" in f for f in faith.findings):
         return "partial", "the answer carries instructions to the evaluator"
+    if targeting.opaque_scope:
+        return "partial", "the SQL selects its subject by an id the judge cannot tie to the asked entity"
     if targeting.missing_measure or targeting.absent_entities or targeting.wider:
         return "partial", "part of what the question asks for is missing from the SQL"
     return "good", "no critical finding"

@@ -22,6 +22,7 @@ lexicon file (all optional)::
     positive_words:  [<regex: wording that asserts a positive figure>]
     negative_words:  [<regex: wording that carries a negative figure>]
     absolute_words:  [<regex: absolute claims>]
+    outflow_words:   [<regex: nouns of money going out, whose amounts may be stored negative>]
     not_names:       [<capitalised words that are not names when alone>]
     name_edges:      [<generic words trimmed from the ends of a name>]
     count_units:     [<nouns after a count that a shown-rows count rule leaves alone>]
@@ -74,7 +75,9 @@ CORE_MEASURES: dict[str, tuple[str, tuple[str, ...]]] = {
 
 SCHEMA_WORDS = re.compile(
     r"\b(tables?|columns?|schema|fields?|data ?model|recorded|stored|how do i (?:find|query|join|get)|"
-    r"which data|what data|foreign keys?|primary keys?|join)\b", re.I)
+    r"where (?:do|can|would|should) (?:i|we|you) (?:find|look|get)|which data|what data|foreign keys?|primary keys?|"
+    r"join|how (?:is|are) (?:\w+ ){1,4}(?:flagged|recorded|stored|marked|encoded|represented|coded|kept|defined)|"
+    r"what does (?:the )?\w+ (?:column |field )?mean|data dictionary|data types?)\b", re.I)
 #: A request to change data (the agent should refuse or be blocked; no SQL is needed to answer it).
 WRITE_WORDS = re.compile(r"^\s*(?:please\s+)?(drop|delete|remove|truncate|update|insert|change|modify|alter|"
                          r"rename|wipe|overwrite|set)\b|\b(drop|truncate|delete) (?:the |all |every )", re.I)
@@ -83,8 +86,8 @@ CHAT_WORDS = re.compile(r"^\s*(hi|hello|hey|thanks?|thank you|cheers|ok(?:ay)?|g
                         r"|\bwhat can you do\b|\bwho are you\b|\bhow do you work\b", re.I)
 AGGREGATE_WORDS = re.compile(r"\b(how many|how much|total|number of|count|average|on average|"
                              r"per (?!cent\b)[a-z]+|percentage|share|how often|rate)\b", re.I)
-DESC_WORDS = re.compile(r"\b(most|highest|biggest|largest|best|top|leading|maximum|greatest)\b", re.I)
-ASC_WORDS = re.compile(r"\b(fewest|least|lowest|smallest|minimum|bottom)\b", re.I)
+DESC_WORDS = re.compile(r"\b(?<!at )(most|highest|biggest|largest|best|top|leading|maximum|greatest)\b", re.I)
+ASC_WORDS = re.compile(r"\b(?<!at )(fewest|least|lowest|smallest|minimum|bottom)\b", re.I)
 TOP_N = re.compile(r"\b(?:top|leading|best|first|biggest|highest|largest|bottom|lowest)\s+(\d+|"
                    + "|".join(WORD_NUMBERS) + r")\b|\b(\d+|" + "|".join(WORD_NUMBERS)
                    + r")\s+(?:leading|best|top|highest|biggest|largest|most|lowest)\b", re.I)
@@ -98,6 +101,11 @@ CORE_NEGATIVE = (r"loss(?:es)?", r"lost", r"deficit", r"shortfall", r"down", r"f
                  r"negative", r"minus", r"in the red", r"worse", r"fell", r"fall(?:en|ing)?", r"drop(?:ped|ping)?",
                  r"declin(?:e|ed|ing)", r"decreas(?:e|ed|ing)", r"shr[ai]nk|shrunk", r"contract(?:ed|ion)",
                  r"outflows?", r"write-?downs?", r"overdrawn", r"owed")
+#: Nouns of money going out: a positive amount written after them may restate a negative cell
+#: (refunds stored as negative amounts, "write-offs of $1.2M" against -1,217,554.82).
+CORE_OUTFLOW = (r"refund(?:s|ed)?", r"paid back", r"paid out", r"write-?offs?", r"written off", r"costs?",
+                r"expenses?", r"spen[dt]", r"spending", r"payments?", r"withdrawals?", r"fees?", r"charges?",
+                r"chargebacks?", r"discounts?", r"outflows?", r"losses", r"returns?", r"debits?")
 CORE_POSITIVE = (r"surplus", r"positive", r"plus", r"in credit", r"gain(?:ed|s)?", r"profit(?:s|able)?",
                  r"grew", r"growth", r"increas(?:e|ed|ing)", r"rose", r"inflows?", r"in the black")
 INJECTION = re.compile(
@@ -155,6 +163,7 @@ class Lexicon:
     positive: re.Pattern[str]
     negative: re.Pattern[str]
     absolute: re.Pattern[str]
+    outflow: re.Pattern[str]
     not_names: frozenset[str]
     name_edges: frozenset[str]
     count_units: frozenset[str] = field(default_factory=frozenset)
@@ -202,7 +211,7 @@ def build_lexicon(name: str, data: dict[str, Any]) -> Lexicon:
     """A :class:`Lexicon` from the core and the parsed YAML mapping ``data`` (see the module docstring)."""
     unknown = set(data) - {"measures", "units", "synonyms", "abbreviations", "qualifiers", "sides", "side_parts",
                            "side_words", "set_phrases", "positive_words", "negative_words", "absolute_words",
-                           "not_names", "name_edges", "count_units", "description"}
+                           "not_names", "name_edges", "count_units", "outflow_words", "description"}
     if unknown:
         raise ValueError(f"lexicon {name!r}: unknown key(s) {sorted(unknown)}")
     measures_src = dict(CORE_MEASURES)
@@ -231,6 +240,7 @@ def build_lexicon(name: str, data: dict[str, Any]) -> Lexicon:
         positive=_alternation([*(data.get("positive_words") or ()), *CORE_POSITIVE]),  # type: ignore[arg-type]
         negative=_alternation([*(data.get("negative_words") or ()), *CORE_NEGATIVE]),  # type: ignore[arg-type]
         absolute=_alternation([*CORE_ABSOLUTE, *(data.get("absolute_words") or ())]),  # type: ignore[arg-type]
+        outflow=_alternation([*CORE_OUTFLOW, *(data.get("outflow_words") or ())]),  # type: ignore[arg-type]
         not_names=CORE_NOT_NAMES | {str(w).lower() for w in data.get("not_names") or ()},
         name_edges=CORE_NAME_EDGES | {str(w).lower() for w in data.get("name_edges") or ()},
         count_units=frozenset(str(w).lower() for w in data.get("count_units") or ()),

@@ -82,6 +82,20 @@ class SqlAnalysis:
     condition_columns: frozenset[str] = frozenset()
     all_columns: frozenset[str] = frozenset()
     error: str = ""
+    #: string literals anywhere, as written (WHERE, CASE, IN lists ...)
+    raw_literals: tuple[str, ...] = ()
+    #: (output column name, source table) of the outer SELECT's plain column projections
+    output_sources: tuple[tuple[str, str], ...] = ()
+    #: the argument of each COUNT: ``"*"``, a column name, or ``"distinct <column>"``
+    count_args: tuple[str, ...] = ()
+    #: the outer FROM's first table
+    from_table: str = ""
+    #: a division or multiplication in the SELECT list (a rate, a share)
+    arithmetic: bool = False
+    #: an aggregate over a CASE/IIF/FILTER (a conditional count or sum)
+    conditional_agg: bool = False
+    #: parts of table names only (identifiers minus the columns and functions)
+    table_parts: frozenset[str] = frozenset()
 
     @property
     def has_where(self) -> bool:
@@ -195,11 +209,53 @@ def analyse_sql(sql: str) -> SqlAnalysis:
                 limit = None
     count_only = bool(aggregates) and aggregates <= {"count"}
     group_by = any(True for _ in tree.find_all(exp.Group))
+    raw_literals = tuple(dict.fromkeys(lit.this for lit in tree.find_all(exp.Literal) if lit.is_string))
+    alias_to_table: dict[str, str] = {}
+    for tb in tree.find_all(exp.Table):
+        if tb.name:
+            alias_to_table[(tb.alias or tb.name).lower()] = tb.name.lower()
+    output_sources: list[tuple[str, str]] = []
+    count_args: list[str] = []
+    from_table = ""
+    arithmetic = conditional = False
+    select = tree if isinstance(tree, exp.Select) else None
+    if select is not None:
+        for proj in select.expressions:
+            inner = proj.this if isinstance(proj, exp.Alias) else proj
+            name = (proj.alias_or_name or "").lower()
+            if isinstance(inner, exp.Column) and inner.table:
+                output_sources.append((name, alias_to_table.get(inner.table.lower(), inner.table.lower())))
+            if any(True for _ in proj.find_all(exp.Div, exp.Mul)):
+                arithmetic = True
+        frm = select.args.get("from") or select.args.get("from_")
+        first = frm.find(exp.Table) if frm is not None else None
+        if first is not None and first.name:
+            from_table = first.name.lower()
+    for agg in tree.find_all(exp.AggFunc):
+        if isinstance(agg, exp.Count):
+            arg = agg.this
+            if isinstance(arg, exp.Distinct):
+                cols = [c.name.lower() for c in arg.find_all(exp.Column)]
+                count_args.append("distinct " + (cols[0] if cols else "*"))
+            elif isinstance(arg, exp.Column):
+                count_args.append(arg.name.lower())
+            elif arg is None or isinstance(arg, exp.Star):
+                count_args.append("*")
+            else:
+                count_args.append("expr")
+        if any(True for _ in agg.find_all(exp.Case, exp.If)) or isinstance(agg.parent, exp.Filter):
+            conditional = True
+    column_and_function_parts: set[str] = set()
+    for name in all_columns:
+        column_and_function_parts.update(_parts(name))
+    table_parts = frozenset(p for tname in tables for p in _parts(tname)) - column_and_function_parts
     return SqlAnalysis(parsed=True, kind=kind, tables=tables, identifiers=frozenset(identifiers),
                        aliases=frozenset(aliases), literals=frozenset(literals), filters=tuple(filters),
                        years=frozenset(years), aggregates=frozenset(aggregates), count_only=count_only,
                        group_by=group_by, order=order, limit=limit, condition_columns=frozenset(cond_cols),
-                       all_columns=all_columns)
+                       all_columns=all_columns, raw_literals=raw_literals, output_sources=tuple(output_sources),
+                       count_args=tuple(count_args), from_table=from_table, arithmetic=arithmetic,
+                       conditional_agg=conditional, table_parts=table_parts)
 
 
 def measure_in_sql(measure: str, sql: SqlAnalysis, lexicon: Lexicon = DEFAULT) -> str:
@@ -211,7 +267,10 @@ def measure_in_sql(measure: str, sql: SqlAnalysis, lexicon: Lexicon = DEFAULT) -
         return any(p.startswith(s) for p in parts for s in stems)
 
     literal_parts = [p for lit in sql.literals for p in _parts(lit)]
-    if hit(sql.identifiers) or hit(literal_parts):
+    # a table's name computes a measure only when its rows are counted ("how many orders": COUNT(*)
+    # FROM orders); a summed measure must be a column, a function or a literal
+    parts = sql.identifiers - sql.table_parts if "count" not in sql.aggregates else sql.identifiers
+    if hit(parts) or hit(literal_parts):
         return "computed"
     if hit(sql.aliases):
         return "alias"

@@ -33,6 +33,11 @@ def step_grounding(profile: QuestionProfile, info: StepInfo) -> float:
         if e in literal_text or e in info.text:
             score += 2
     score += len(profile.years & sql.years)
+    rng = sql_date_range(sql) if profile.periods else None
+    if rng is not None:
+        lo, hi, _ = rng
+        if any((not lo or lo < b) and (not hi or hi > a) for a, b in profile.periods):
+            score += 2
     if profile.top_n and (sql.limit or sql.order):
         score += 1
     sql_words = {_stem(p) for p in sql.identifiers} | {_stem(p) for lit in sql.literals for p in _parts(lit)}
@@ -63,6 +68,8 @@ class Targeting:
     unverifiable: list[str] = field(default_factory=list)
     #: a period filter wider than (or open beyond) the period the question names
     wider: list[str] = field(default_factory=list)
+    #: the answering statement selects its subject by an id the judge cannot tie to the asked entity
+    opaque_scope: bool = False
     #: how filters were read (``state = 'TX' read as Texas``)
     notes: list[str] = field(default_factory=list)
 
@@ -104,13 +111,18 @@ def _is_abbreviation(code: str, words: str) -> bool:
     return i == len(c) and len(w.split()) == 1
 
 
+def _has_words(text: str, words: str) -> bool:
+    """``words`` occurs in ``text`` on word boundaries (``oh`` is not in ``ohio``)."""
+    return bool(words) and re.search(r"(?<![a-z0-9])" + re.escape(words) + r"(?![a-z0-9])", text) is not None
+
+
 def filter_maps_to(profile: QuestionProfile, f: SqlFilter, entity: str | None = None) -> str:
     """How a filter literal relates to the question's words: ``"same"`` (the question writes it),
     ``"lexicon"`` (an abbreviation or synonym of the lexicon), ``"abbreviation"`` (its letters spell
     the entity's initials or the start of it), or ``""`` (the judge cannot map it)."""
     value = f.value.strip().strip("%")
     low = value.lower()
-    if not low or low in profile.norm or _norm(value) in profile.norm:
+    if not low or _has_words(profile.norm, low) or _has_words(profile.norm, _norm(value)):
         return "same"
     targets = [entity.lower()] if entity else [e.lower() for e in profile.entities]
     lex = profile.lexicon
@@ -170,15 +182,20 @@ def _fmt_range(lo: str, hi: str) -> str:
     return f"from {lo}" if lo else f"before {hi}"
 
 
-def _period_findings(profile: QuestionProfile, info: StepInfo, t: Targeting) -> None:
+def _period_findings(profile: QuestionProfile, info: StepInfo, t: Targeting, evidence: Any = None) -> None:
     """Compare the question's period with the statement's date and year filters.
 
-    A date range that misses every period the question names is a wrong scope; one that is wider
-    or open-ended is a period flaw (``wider``); one strictly inside a named period narrows the set;
-    one equal to a named period (or spanning several named periods) is right. Without a date range,
-    year filters are compared with the question's years. A date filter the question does not ask
-    for narrows the set, unless the question names a relative period ("last month"), which the
-    judge cannot date: then it is unverifiable and named.
+    With a date range: one that misses every period the question names is a wrong scope; one open
+    on a side (``>= '2024-01-01'`` alone for 2024) is unverifiable (right only if the data ends
+    there); one wider than asked is a period flaw (``wider``) when it is aggregated into one row, and
+    only noted when the rows list the dates (the asked period is among them); one strictly inside a
+    named period narrows the set; one equal to a named period (or spanning several) is right.
+    Without a date range, year filters are compared with the question's years; with no period
+    filter at all, years shown by the rows decide (only other years: wrong scope); with no year in
+    the rows, a question naming one year is a wrong scope (the rows cover every period) and one
+    naming several years is unverifiable (right only if the data holds just those years).
+    A date filter the question does not ask for narrows the set, unless the question names a
+    relative period ("last month"), which the judge cannot date: then it is unverifiable.
     """
     sql = info.sql
     rng = sql_date_range(sql)
@@ -191,9 +208,18 @@ def _period_findings(profile: QuestionProfile, info: StepInfo, t: Targeting) -> 
             selected = _fmt_range(lo, hi)
             if (lo and lo >= q_hi) or (hi and hi <= q_lo):
                 t.wrong_scope.append(f"the question asks about {asked} but the SQL's date filters select {selected}")
+            elif (not lo or not hi) and (lo or q_lo) >= q_lo and (hi or q_hi) <= q_hi:
+                t.unverifiable.append(f"the date filter is open-ended ({selected}): it matches {asked} only if the "
+                                      "data ends there")
             elif not lo or not hi or lo < q_lo or hi > q_hi:
-                t.wider.append(f"the question asks about {asked} but the SQL's date filters select {selected}, "
-                               "a wider period")
+                listed = info.total > 1 and any(p in ("date", "day", "month", "week", "year", "period")
+                                                 for c in info.step.columns for p in _parts(c))
+                if listed:
+                    t.notes.append(f"the date filter selects {selected}; the rows list the dates, so {asked} is "
+                                   "among them")
+                else:
+                    t.wider.append(f"the question asks about {asked} but the SQL's date filters select {selected}, "
+                                   "a wider period")
             elif (lo, hi) in profile.periods or (lo == q_lo and hi == q_hi):
                 pass
             else:
@@ -207,8 +233,18 @@ def _period_findings(profile: QuestionProfile, info: StepInfo, t: Targeting) -> 
                 t.wrong_scope.append(f"the question asks about {_years(profile.years)} but the SQL filters "
                                      f"{_years(sql.years)}")
             elif not sql.years and not any(str(y) in info.text for y in profile.years):
-                t.wrong_scope.append(f"the question asks about {_years(profile.years)} but the SQL has no "
-                                     "period filter, so the rows cover every period")
+                shown = evidence.step_years.get(info.index, frozenset()) if evidence is not None else frozenset()
+                if shown and not (shown & profile.years):
+                    t.wrong_scope.append(f"the question asks about {_years(profile.years)} but the rows hold "
+                                         f"{_years(shown)}")
+                elif shown:
+                    pass
+                elif len(profile.years) == 1:
+                    t.wrong_scope.append(f"the question asks about {_years(profile.years)} but the SQL has no "
+                                         "period filter, so the rows cover every period")
+                else:
+                    t.unverifiable.append(f"the question names {_years(profile.years)} and the SQL has no period "
+                                          "filter: right only if the data holds just those years")
         return
     if rng is None:
         return
@@ -262,25 +298,86 @@ def evidence_measures(profile: QuestionProfile, info: StepInfo, evidence: Any) -
 _KEY_PARTS = frozenset({"id", "code", "key", "name", "no", "num", "number", "ref"})
 
 
-def _names_for_filter(info: StepInfo, f: SqlFilter) -> set[str]:
+def _names_for_filter(info: StepInfo, f: SqlFilter, others: Sequence[StepInfo] = ()) -> set[str]:
     """Proper names the rows show for the thing a filter selects: capitalised string cells in a
-    column that shares a word with the filter's column (``team_id = 7`` -> the ``team`` column)."""
-    words = set(_parts(f.column)) - _KEY_PARTS
-    if not words or not info.step.columns:
+    column that shares a word with the filter's column or comes from a table named after it
+    (``team_id = 7`` -> the ``team`` column; ``channel_id = 3`` -> ``ch.name`` of ``marketing_channels``),
+    or, in another statement's rows, next to the filtered value in a column of the same name (a lookup)."""
+    words = {_stem(w) for w in _parts(f.column)} - _KEY_PARTS
+    if not words:
         return set()
-    cols = [j for j, c in enumerate(info.step.columns) if words & (set(_parts(c)) - _KEY_PARTS)
-            or (set(_parts(c)) & {"name"} and words & set(_parts(c)))]
-    out = set()
-    for row in info.step.rows:
-        for j in cols:
-            v = row[j] if j < len(row) else None
-            if isinstance(v, str) and v[:1].isupper() and not _ISO_DATE.fullmatch(v) and len(v) < 80:
-                out.add(v)
+    out: set[str] = set()
+
+    def proper(v: Any) -> bool:
+        return isinstance(v, str) and v[:1].isupper() and not _ISO_DATE.fullmatch(v) and len(v) < 80
+
+    if info.step.columns:
+        sources = dict(info.sql.output_sources)
+        cols = []
+        for j, c in enumerate(info.step.columns):
+            cparts = {_stem(w) for w in _parts(c)} - _KEY_PARTS
+            tparts = {_stem(w) for w in _parts(sources.get(c.lower(), ""))}
+            if words & cparts or words & tparts:
+                cols.append(j)
+        for row in info.step.rows:
+            for j in cols:
+                if j < len(row) and proper(row[j]):
+                    out.add(row[j])
+    if not out:
+        for o in others:
+            cols = [c.lower() for c in o.step.columns]
+            if f.column not in cols:
+                continue
+            k = cols.index(f.column)
+            for row in o.step.rows:
+                if k < len(row) and str(row[k]) == f.value:
+                    out.update(v for v in row if proper(v))
     return out
 
 
+def _answer_takes_first_row(info: StepInfo, answer: str | None) -> bool:
+    """The first name the answer gives is held by the first row of the result and not by its last."""
+    rows = info.step.rows
+    if not answer or len(rows) < 2:
+        return False
+    low = answer.lower()
+    first = [v.lower() for v in rows[0] if isinstance(v, str) and v[:1].isupper()]
+    last = {v.lower() for v in rows[-1] if isinstance(v, str)}
+    hits = sorted((low.find(v), v) for v in first if v and low.find(v) >= 0 and v not in last)
+    if not hits:
+        return False
+    others = [low.find(v.lower()) for row in rows[1:] for v in row if isinstance(v, str) and v[:1].isupper()
+              and v.lower() not in first and low.find(v.lower()) >= 0]
+    return not others or hits[0][0] < min(others)
+
+
+_OPS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+_HOW_MANY = re.compile(r"\bhow many (?:distinct |different |unique |individual )?([a-z]+)", re.I)
+
+
+def _count_mismatch(profile: QuestionProfile, sql: SqlAnalysis) -> str:
+    """A "how many <things>" question whose statement counts the rows of another table: only
+    ``COUNT(*)`` (no DISTINCT of the things' key), the FROM table is not the things, and the things
+    are another table of the join (``how many customers`` -> ``COUNT(*) FROM orders JOIN customers``)."""
+    m = _HOW_MANY.search(profile.text)
+    if not m or not sql.count_args or not sql.from_table or sql.group_by:
+        return ""
+    noun = _stem(m.group(1).lower())
+    related = {_stem(w) for w in profile.lexicon.related(noun)} | {noun}
+    if any(a != "*" for a in sql.count_args):
+        return ""
+    from_parts = {_stem(p) for p in _parts(sql.from_table)}
+    if from_parts & related:
+        return ""
+    other_tables = [tb for tb in sql.tables if tb != sql.from_table and {_stem(p) for p in _parts(tb)} & related]
+    if not other_tables:
+        return ""
+    return f"{m.group(1).lower()} (COUNT(*) counts rows of {sql.from_table}, not of {other_tables[0]})"
+
+
 def assess_targeting(profile: QuestionProfile, info: StepInfo, horizon: int,
-                     other_steps: Sequence[StepInfo] = (), evidence: Any = None) -> Targeting:
+                     other_steps: Sequence[StepInfo] = (), evidence: Any = None,
+                     answer: str | None = None) -> Targeting:
     """Compare the question with the statement that answers it (periods, entities, categories,
     measures, ordering, one-sided joins, narrowing and missing filters).
 
@@ -295,7 +392,7 @@ def assess_targeting(profile: QuestionProfile, info: StepInfo, horizon: int,
     sql = info.sql
     if not sql.parsed:
         return t
-    _period_findings(profile, info, t)
+    _period_findings(profile, info, t, evidence)
     # entities
     literal_text = " | ".join(sql.literals)
     specific = [f for f in sql.filters if (f.specific or f.is_code) and not f.is_date
@@ -304,7 +401,9 @@ def assess_targeting(profile: QuestionProfile, info: StepInfo, horizon: int,
         e = ent.lower()
         if e in literal_text:
             continue
-        mapped = [f for f in specific if filter_maps_to(profile, f, ent)]
+        mapped = [f for f in specific if filter_maps_to(profile, f, ent)] or [
+            lit for lit in (SqlFilter("literal", "eq", v, True) for v in sql.raw_literals)
+            if filter_maps_to(profile, lit, ent) in ("lexicon", "abbreviation")]
         if mapped:
             f = mapped[0]
             t.notes.append(f"{f.column} = {_quote_lit(f)} read as {ent} ({filter_maps_to(profile, f, ent)})")
@@ -316,9 +415,9 @@ def assess_targeting(profile: QuestionProfile, info: StepInfo, horizon: int,
             t.unfiltered.append(ent)
         elif any(e in " | ".join(o.sql.literals) or e in o.text for o in other_steps):
             continue
-        elif any(_names_for_filter(info, f) for f in specific):
-            f = next(f for f in specific if _names_for_filter(info, f))
-            shown = sorted(_names_for_filter(info, f))[:3]
+        elif any(_names_for_filter(info, f, other_steps) for f in specific):
+            f = next(f for f in specific if _names_for_filter(info, f, other_steps))
+            shown = sorted(_names_for_filter(info, f, other_steps))[:3]
             t.wrong_scope.append(f"the question names {ent} but the SQL filters {f.column} = {_quote_lit(f)}, "
                                  f"which the rows show as {', '.join(shown)}")
         elif any(f.is_code for f in specific):
@@ -331,7 +430,9 @@ def assess_targeting(profile: QuestionProfile, info: StepInfo, horizon: int,
                                  f"{_quote_lit(f)} and {ent} is not in the rows")
         elif specific:
             f = specific[0]
-            t.unverifiable.append(f"the filter {f.column} = {_quote_lit(f)} cannot be mapped to \"{ent}\"")
+            t.unverifiable.append(f"the filter {f.column} = {_quote_lit(f)} is an id the judge cannot tie to "
+                                  f"\"{ent}\" (no row names it)")
+            t.opaque_scope = True
         else:
             t.absent_entities.append(ent)
     for d in profile.dates:
@@ -344,14 +445,32 @@ def assess_targeting(profile: QuestionProfile, info: StepInfo, horizon: int,
             t.wrong_scope.append(conflict)
     for meas in sorted(profile.measures):
         where = measure_in_sql(meas, sql, profile.lexicon)
-        if where == "alias" and sql.count_only:
+        if where == "alias" and sql.count_only and not sql.arithmetic and not sql.conditional_agg:
             t.wrong_scope.append(f"the question asks for {meas} but the SQL only names a COUNT '{meas}' "
                                  "without any condition that selects them")
         elif where == "":
             t.missing_measure.append(meas)
     t.missing_measure.extend(evidence_measures(profile, info, evidence))
+    counted = _count_mismatch(profile, sql)
+    if counted:
+        t.missing_measure.append(counted)
+    for f in sql.filters:
+        if f.is_string or f.op not in ("gt", "gte", "lt", "lte"):
+            continue
+        parts = set(_parts(f.column))
+        if parts & {"year", "season", "date", "month", "day", "id", "time", "at"} or f.column.endswith("_id"):
+            continue
+        try:
+            v = float(f.value)
+        except ValueError:
+            continue
+        if v == 0 or any(abs(abs(n.value) - abs(v)) < 1e-9 for n in profile.numbers):
+            continue
+        t.narrowing.append(f"the filter {f.column} {_OPS[f.op]} {f.value} is not in the question and narrows the set")
     # ordering direction
-    if profile.direction and sql.order:
+    # on a complete, uncut result the order decides nothing, unless the answer took the top row of it
+    decides = sql.limit is not None or info.truncated or _answer_takes_first_row(info, answer)
+    if profile.direction and sql.order and decides:
         key, desc = sql.order[0]
         if (profile.direction == "asc") == desc and "min(" not in key and "max(" not in key:
             t.wrong_scope.append(f"the question asks for the {'fewest/lowest' if profile.direction == 'asc' else 'most/highest'}"

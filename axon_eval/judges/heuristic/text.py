@@ -23,7 +23,8 @@ _NUMBER = re.compile(
     r"(?P<cur>(?<![\w])" + _CURRENCY + r")?"
     r"(?P<sign2>(?<=[$€£¥₹])[-−–](?=\d))?"
     r"(?<![\w.])(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
-    r"(?:(?P<ord>st|nd|rd|th)\b|(?P<suffix>[kKmMbB]|mn|MM|mm|bn|Bn|BN|tn|mil)(?![\w])|(?![\w]*\d)\b)"
+    r"(?:(?P<ord>st|nd|rd|th)\b|(?P<suffix>[kKmMbB]|mn|MM|mm|bn|Bn|BN|tn|mil)(?![\w])"
+    r"|(?=pp\b|ppts?\b|bps?\b)|(?![\w]*\d)\b)"
     r"(?P<pct>\s?%|\s?per ?cent\b|\s?percent\b|\s?(?:pp|ppt|ppts)\b|\s?percentage[- ]points?\b"
     r"|\s?(?:basis[- ]points?|bps|bp)\b)?"
     r"(?:\s(?P<scale>thousand|million|billion|trillion|bn|mn)\b)?"
@@ -34,7 +35,9 @@ _WORD_NUMBER = re.compile(
     + "|".join(w for w, v in WORD_NUMBERS.items() if 1 <= v <= 9) + r"))?\b|\b(?P<word>"
     + "|".join(WORD_NUMBERS) + r")\b", re.I)
 _RANK_CLAIM = re.compile(r"\b(?P<rank>" + "|".join(ORDINAL_WORDS) + r"|\d+(?:st|nd|rd|th))[- ](?:highest|best|most|"
-                         r"lowest|largest|biggest|worst|fewest|place[d]?|leading)\b", re.I)
+                         r"lowest|largest|biggest|worst|fewest|place[d]?|leading)\b"
+                         r"|\b(?:came|finished|ranked|placed|ranks|comes|sits|sat)\s+(?:in\s+)?(?P<rank2>"
+                         + "|".join(ORDINAL_WORDS) + r"|\d+(?:st|nd|rd|th))\b", re.I)
 _WORD = re.compile(r"[A-Za-zÀ-ÖØ-öø-ÿ][\w'’\-]*")
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\s*\n\s*")
 _CLAUSE_SPLIT = re.compile(r"[;:]\s+|,\s+|\s+-\s+|\s+—\s+|\(|\)")
@@ -72,6 +75,9 @@ class NumberMention:
     currency: str = ""
     #: the scale factor of a suffix or scale word (``1.2M`` -> 1e6), else 1
     scale: float = 1.0
+    #: written with an abbreviated scale (``1.2M``, ``845K``, ``3.4bn``): it may be truncated as well
+    #: as rounded, so a cell up to one displayed unit above it (in magnitude) also supports it
+    abbreviated: bool = False
 
     @property
     def is_year(self) -> bool:
@@ -91,8 +97,13 @@ class TextMention:
     value: Any = None
 
 
+#: What precedes a figure that stands as the value itself (``was (1,234)``, ``: (174.60)``) rather
+#: than as an aside after a name (``Texas ($249,168.44)``): only there do brackets mean a negative.
+_VALUE_SLOT = re.compile(r"(?:^|[:=]|\b(?:was|were|is|are|be|been|of|at|to|totall?ed|totals?|came to|stood at|"
+                         r"showed|shows|recorded|booked|posted|reported|net|result|balance|income|profit|loss|"
+                         r"change|delta|margin))\s*$", re.I)
 _UNIT_SKIP = re.compile(r"[\s\-]*(?:(?:of the|more|other|new|unique|distinct|different|separate|individual|"
-                        r"active|total|in)\s+)?([A-Za-z]+)")
+                        r"active|total)\s+)?([A-Za-z]+)")
 
 
 def _unit_after(text: str, end: int) -> str:
@@ -137,7 +148,8 @@ def extract_numbers(text: str, skip_spans: Sequence[tuple[int, int]] = ()) -> li
         kind = ("" if not pct_text else "bps" if pct_text.startswith(("b", "basis")) else
                 "pp" if pct_text.startswith(("pp", "percentage", "p.p")) else "percent")
         # an accounting negative: "(1,234)", "($1.2M)" -- a parenthesised count such as "(2)" is not one
-        accounting = bool(m.group("open") and m.group("close") and (cur or "," in num) and sign != "+")
+        accounting = bool(m.group("open") and m.group("close") and (cur or "," in num or decimals == 2)
+                          and sign != "+" and _VALUE_SLOT.search(text, 0, m.start()))
         if accounting:
             sign = "-"
         start = m.start() if accounting else min(i for i in (m.start("sign"), m.start("cur"), m.start("num")) if i >= 0)
@@ -146,12 +158,12 @@ def extract_numbers(text: str, skip_spans: Sequence[tuple[int, int]] = ()) -> li
         end = start + len(token)
         signed = -value if sign == "-" else value
         tol = 0.5 * 10 ** (-decimals) * scale
-        if scale > 1 and not scale_word:
-            tol *= 2  # an abbreviated figure (1.2M) may be truncated as well as rounded
         out.append(NumberMention(token=token, start=start, end=end, value=signed * scale, tolerance=tol,
                                  percent=kind in ("percent", "pp"), explicit_sign=sign,
                                  ordinal=bool(m.group("ord")), unit=_unit_after(text, end),
-                                 kind=kind, currency=cur, scale=scale))
+                                 kind=kind, currency=cur, scale=scale,
+                                 abbreviated=scale > 1 and scale_word not in ("thousand", "million", "billion",
+                                                                               "trillion")))
     for m in _WORD_NUMBER.finditer(text):
         if skipped(m.start(), m.end()):
             continue
@@ -172,6 +184,10 @@ def extract_numbers(text: str, skip_spans: Sequence[tuple[int, int]] = ()) -> li
 
 def _is_cap(word: str) -> bool:
     return word[:1].isupper() and not word.isupper()
+
+
+def _is_acronym(word: str) -> bool:
+    return 2 <= len(word) <= 5 and word.isupper() and word.isalpha()
 
 
 def _sentence_starts(text: str) -> set[int]:
@@ -195,7 +211,10 @@ def extract_names(text: str, lexicon: Lexicon = DEFAULT) -> list[TextMention]:
     i = 0
     while i < len(words):
         w, s, e = words[i]
-        if not _is_cap(w):
+        if _is_acronym(w) and i + 1 < len(words) and _is_cap(words[i + 1][0]) and text[e:words[i + 1][1]] == " " \
+                and words[i + 1][0].lower() not in lexicon.name_edges:
+            pass  # an acronym opening a name ("DHL Express")
+        elif not _is_cap(w):
             i += 1
             continue
         seq = [(w, s, e)]
@@ -205,7 +224,7 @@ def extract_names(text: str, lexicon: Lexicon = DEFAULT) -> list[TextMention]:
             gap = text[seq[-1][2]:ns]
             if gap not in (" ", "\u00a0"):
                 break
-            if _is_cap(nw):
+            if _is_cap(nw) or (_is_acronym(nw) and _is_cap(seq[-1][0])):
                 seq.append((nw, ns, ne))
                 j += 1
                 continue
