@@ -265,6 +265,8 @@ def build_evidence(view: Any, lexicon: Lexicon = DEFAULT) -> Evidence:
             for f in sql.filters:
                 if f.is_string:
                     texts.append(f.value.lower())
+                    if f.is_date:  # the period the rows are scoped to: "in 2024" restates it
+                        cells.append(Cell(float(f.value[:4]), (f.column,), "filter", number))
                 else:
                     try:
                         cells.append(Cell(float(f.value), (f.column,), "filter", number))

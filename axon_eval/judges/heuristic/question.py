@@ -38,6 +38,8 @@ _MONTH_YEAR = re.compile(r"\b(" + "|".join(sorted(MONTHS, key=len, reverse=True)
 _QUARTER = re.compile(r"\bQ([1-4])\s*(?:of\s+|FY\s?|'|)((?:19|20)\d\d)\b|\b((?:19|20)\d\d)\s*-?\s*Q([1-4])\b|"
                       r"\b(first|second|third|fourth|1st|2nd|3rd|4th) quarter (?:of |in )?((?:19|20)\d\d)\b", re.I)
 _HALF = re.compile(r"\bH([12])\s*((?:19|20)\d\d)\b|\b(first|second) half (?:of |in )?((?:19|20)\d\d)\b", re.I)
+_THE_N = re.compile(r"\bthe (\d{1,3}|" + "|".join(w for w, v in WORD_NUMBERS.items() if v > 1)
+                    + r") (?!of\b|per\b|percent\b|%)[a-z]", re.I)
 _QUARTER_WORDS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2, "3rd": 3, "4th": 4}
 #: Periods the question names relative to "now" (the judge cannot resolve them from the evidence).
 RELATIVE_PERIOD = re.compile(r"\b(last|this|past|previous|prior|current|next|trailing) (?:\d+ )?(?:days?|weeks?|"
@@ -153,6 +155,11 @@ def profile_question(question: str, lexicon: Lexicon = DEFAULT) -> QuestionProfi
     m = TOP_N.search(question)
     if m:
         top_n = _int_word(m.group(1) or m.group(2))
+    elif direction == "desc" or direction == "asc":
+        # "the 10 variants with the most ...": a count of things ranked by the superlative
+        k = _THE_N.search(question)
+        if k:
+            top_n = _int_word(k.group(1))
     schema = bool(SCHEMA_WORDS.search(question)) and not re.search(r"\b(19|20)\d\d\b", question)
     write = bool(WRITE_WORDS.search(question)) and not schema
     chat = bool(CHAT_WORDS.search(question)) and not re.search(r"\d", question)

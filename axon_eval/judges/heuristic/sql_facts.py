@@ -52,7 +52,8 @@ class SqlFilter:
         return (v.isupper() and len(letters) <= 6) or any(c.isdigit() for c in v) or (v.islower() and len(v) <= 3)
 
 
-_DATE_PREFIX = re.compile(r"^(?:19|20)\d\d-(?:0[1-9]|1[0-2])(?:-\d\d)?(?:[ T][\d:.]*)?%?$")
+_YEAR_PREFIX = re.compile(r"^((?:19|20)\d\d)-(?:0[1-9]|1[0-2]|%)")
+_DATE_PREFIX = re.compile(r"^(?:19|20)\d\d-(?:(?:0[1-9]|1[0-2])(?:-\d\d)?(?:[ T][\d:.]*)?%?|%)$")
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,7 @@ def analyse_sql(sql: str) -> SqlAnalysis:
         for lit in cond.find_all(exp.Literal):
             text = lit.this
             if lit.is_string:
-                d = _ISO_DATE.search(text)
+                d = _ISO_DATE.search(text) or _YEAR_PREFIX.match(text)
                 if d:
                     years.add(int(d.group(1)))
                 elif re.fullmatch(r"(19|20)\d\d", text):
@@ -182,8 +183,16 @@ def analyse_sql(sql: str) -> SqlAnalysis:
                 lits = [e for e in node.expressions if isinstance(e, exp.Literal)]
             else:
                 left, right = node.this, node.expression
-                col, lit_node = (left, right) if isinstance(right, exp.Literal) else (right, left)
-                lits = [lit_node] if isinstance(lit_node, exp.Literal) else []
+                def literal(n: exp.Expression) -> exp.Literal | None:
+                    if isinstance(n, exp.Literal):
+                        return n
+                    if isinstance(n, exp.Neg) and isinstance(n.this, exp.Literal) and not n.this.is_string:
+                        return exp.Literal(this=f"-{n.this.this}", is_string=False)
+                    return None
+
+                col, lit_node = (left, right) if literal(right) is not None else (right, left)
+                lit_value = literal(lit_node)
+                lits = [lit_value] if lit_value is not None else []
             if not lits or not isinstance(col, exp.Column):
                 continue
             op = type(node).__name__.lower()

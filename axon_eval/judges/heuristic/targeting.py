@@ -38,6 +38,8 @@ def step_grounding(profile: QuestionProfile, info: StepInfo) -> float:
         lo, hi, _ = rng
         if any((not lo or lo < b) and (not hi or hi > a) for a, b in profile.periods):
             score += 2
+        if lo and hi and any(a <= lo and hi <= b for a, b in profile.periods):
+            score += 1
     if profile.top_n and (sql.limit or sql.order):
         score += 1
     sql_words = {_stem(p) for p in sql.identifiers} | {_stem(p) for lit in sql.literals for p in _parts(lit)}
@@ -155,8 +157,10 @@ def sql_date_range(sql: SqlAnalysis) -> tuple[str, str, list[SqlFilter]] | None:
     for f in sql.filters:
         if not f.is_date:
             continue
-        v = f.value.rstrip("%")[:10]
-        if len(v) == 7:  # a month prefix
+        v = f.value.rstrip("%").rstrip("-")[:10]
+        if len(v) == 4:  # a year prefix ('2024-%')
+            a, b = f"{v}-01-01", f"{int(v) + 1:04d}-01-01"
+        elif len(v) == 7:  # a month prefix
             from .question import _month_range
 
             a, b = _month_range(int(v[:4]), int(v[5:7]))
@@ -453,7 +457,11 @@ def assess_targeting(profile: QuestionProfile, info: StepInfo, horizon: int,
     t.missing_measure.extend(evidence_measures(profile, info, evidence))
     counted = _count_mismatch(profile, sql)
     if counted:
-        t.missing_measure.append(counted)
+        t.wrong_scope.append(f"the question asks how many {counted}")
+    asked = [m for m in profile.measures if m not in ("average", "percentage", "margin")]
+    if asked and all(m in t.missing_measure for m in asked) and sql.aggregates:
+        t.wrong_scope.append(f"the question asks for {', '.join(sorted(asked))} but the SQL aggregates something "
+                             "else")
     for f in sql.filters:
         if f.is_string or f.op not in ("gt", "gte", "lt", "lte"):
             continue
