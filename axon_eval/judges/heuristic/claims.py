@@ -184,6 +184,9 @@ def number_support(m: NumberMention, cells: Sequence[Cell], context: str = "",
 _DIFFERENCE_WORDS = re.compile(r"\b(differen\w*|gap|spread|more|fewer|less|up|down|ahead|behind|margin|"
                                r"increase\w*|decrease\w*|change\w*|rose|fell|grew|dropped|by|between|versus|vs)\b",
                                re.I)
+_RISE_WORDS = re.compile(r"\b(up|rose|risen|grew|grown|gain\w*|increas\w*|improv\w*|climb\w*|jump\w*)\b", re.I)
+_FALL_WORDS = re.compile(r"\b(down|fell|fallen|drop\w*|declin\w*|decreas\w*|worsen\w*|slipp\w*|shrank|"
+                         r"deteriorat\w*)\b", re.I)
 #: at most this many numeric cells per statement are paired when looking for a difference
 MAX_DIFFERENCE_CELLS = 40
 
@@ -199,6 +202,9 @@ def derived_support(m: NumberMention, cells: Sequence[Cell], preceding: str = ""
     """
     if m.value == 0 or not (m.tolerance < 0.5 or m.kind in ("pp", "percent") or _DIFFERENCE_WORDS.search(preceding)):
         return ""
+    tail = preceding[-30:]
+    direction = (1 if _RISE_WORDS.search(tail) and not _FALL_WORDS.search(tail)
+                 else -1 if _FALL_WORDS.search(tail) and not _RISE_WORDS.search(tail) else 0)
     by_step: dict[int, list[Cell]] = {}
     for c in cells:
         if c.source == "row":
@@ -212,6 +218,11 @@ def derived_support(m: NumberMention, cells: Sequence[Cell], preceding: str = ""
                 if a.fraction != b.fraction:
                     continue
                 if _matches(probe, abs(a.value - b.value), a.fraction and b.fraction):
+                    change = b.value - a.value  # the later row minus the earlier one
+                    if a.column == b.column and a.row != b.row and direction:
+                        if (direction > 0) != (change > 0):
+                            return (f"sign: the rows go from {_fmt_value(a.value)} to {_fmt_value(b.value)}, "
+                                    f"a {'fall' if change < 0 else 'rise'}")
                     return (f"the difference of {_fmt_value(a.value)} and {_fmt_value(b.value)} "
                             f"(step {step})")
     return ""

@@ -145,7 +145,7 @@ def check_faithfulness(profile: QuestionProfile, evidence: Evidence, answer: str
         if status == UNSUPPORTED and not reason.startswith(("sign", "scale")):
             derived = derived_support(m, evidence.cells, answer[max(sent_start, m.start - 30):m.start])
             if derived:
-                status, reason = SUPPORTED, derived
+                status, reason = (UNSUPPORTED if derived.startswith("sign") else SUPPORTED), derived
         if status == UNSUPPORTED and trunc and not reason.startswith(("sign", "scale")):
             a, b = sentence_of(m.start)
             if _may_count_rows(m, evidence):

@@ -102,6 +102,19 @@ class TextMention:
 _VALUE_SLOT = re.compile(r"(?:^|[:=]|\b(?:was|were|is|are|be|been|of|at|to|totall?ed|totals?|came to|stood at|"
                          r"showed|shows|recorded|booked|posted|reported|net|result|balance|income|profit|loss|"
                          r"change|delta|margin))\s*$", re.I)
+def _ledger_item(text: str, m: re.Match[str]) -> bool:
+    """A bracketed figure that is one item of a statement-style list (``refunds (69,789.79); COGS
+    (162,065.63); ...``): it closes its item (``;`` or the end of the sentence follows) and the
+    sentence has several ``;``-separated items."""
+    after = text[m.end():m.end() + 2]
+    if after and not re.match(r"\s*(?:;|\.(?:\s|$)|$)", after):
+        return False
+    a = max(text.rfind(". ", 0, m.start()), text.rfind("\n", 0, m.start())) + 1
+    b = text.find(". ", m.end())
+    sentence = text[a:b if b >= 0 else len(text)]
+    return sentence.count(";") >= 2
+
+
 _UNIT_SKIP = re.compile(r"[\s\-]*(?:(?:of the|more|other|new|unique|distinct|different|separate|individual|"
                         r"active|total)\s+)?([A-Za-z]+)")
 
@@ -149,7 +162,7 @@ def extract_numbers(text: str, skip_spans: Sequence[tuple[int, int]] = ()) -> li
                 "pp" if pct_text.startswith(("pp", "percentage", "p.p")) else "percent")
         # an accounting negative: "(1,234)", "($1.2M)" -- a parenthesised count such as "(2)" is not one
         accounting = bool(m.group("open") and m.group("close") and (cur or "," in num or decimals == 2)
-                          and sign != "+" and _VALUE_SLOT.search(text, 0, m.start()))
+                          and sign != "+" and (_VALUE_SLOT.search(text, 0, m.start()) or _ledger_item(text, m)))
         if accounting:
             sign = "-"
         start = m.start() if accounting else min(i for i in (m.start("sign"), m.start("cur"), m.start("num")) if i >= 0)
