@@ -71,5 +71,8 @@ from .judge import HEURISTIC_VERSION, HeuristicJudge, decide_verdict, heuristic_
 
 def clear_caches() -> None:
     """Empty the parse caches (question profiles, SQL analyses): a cold start, as for a benchmark."""
+    from .text import _stem
+
     profile_question.cache_clear()
     analyse_sql.cache_clear()
+    _stem.cache_clear()

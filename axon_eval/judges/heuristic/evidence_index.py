@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...evidence import SqlStep, ToolStep
-from .lexicon import COLUMN_SCALES, DEFAULT, Lexicon
+from .lexicon import COLUMN_SCALES, DEFAULT, WORD_NUMBERS, Lexicon
 from .sql_facts import SqlAnalysis, _parts, analyse_sql
 from .text import (
     _ISO_DATE,
@@ -165,6 +165,8 @@ class Evidence:
         return [s for s in self.steps if s.ok]
 
 
+#: a quick test before extracting numbers from a text cell: a digit or a spelled number
+_MAY_HOLD_NUMBER = re.compile(r"\d|\b(?:" + "|".join(WORD_NUMBERS) + r")\b", re.I).search
 _SCHEMA_TOKEN = re.compile(r"[a-z][a-z0-9_]{1,60}")
 
 
@@ -243,6 +245,8 @@ def build_evidence(view: Any, lexicon: Lexicon = DEFAULT) -> Evidence:
                             proper.setdefault(value.lower(), set()).add((number, r_i))
                         for inj in detect_injection(value):
                             injections.append((f"step {number} row value", inj))
+                        if not _MAY_HOLD_NUMBER(value):
+                            continue
                         for d in extract_dates(value):
                             dates.add(d.token)
                             row_years.add(int(d.token[:4]))

@@ -60,7 +60,7 @@ SCALE_WORDS: dict[str, float] = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m":
 #: Column-name parts that say the values are stored in a scale (``revenue_k``, ``sales_millions``).
 COLUMN_SCALES: dict[str, float] = {"k": 1e3, "thousand": 1e3, "thousands": 1e3, "000s": 1e3,
                                    "mn": 1e6, "mm": 1e6, "million": 1e6, "millions": 1e6,
-                                   "bn": 1e9, "billion": 1e9, "billions": 1e9}
+                                   "bn": 1e9, "billion": 1e9, "billions": 1e9, "cents": 0.01, "pence": 0.01}
 #: Column-name parts of quantities that carry a sign (a positive cell there contradicts "a loss of").
 SIGNED_PARTS = ("net", "profit", "income", "pnl", "change", "delta", "growth", "diff", "variance", "balance",
                 "return", "gain", "yoy", "qoq", "mom")

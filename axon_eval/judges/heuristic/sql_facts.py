@@ -111,6 +111,53 @@ _KINDS = ((exp.Select, "select"), (exp.Union, "select"), (exp.Insert, "insert"),
           (exp.Delete, "delete"), (exp.Drop, "drop"), (exp.Create, "create"), (exp.Alter, "alter"))
 
 
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.In, exp.Like, exp.GT, exp.GTE, exp.LT, exp.LTE)
+
+
+def _literal_year(lit: exp.Literal, years: set[int]) -> None:
+    text = lit.this
+    if lit.is_string:
+        d = _ISO_DATE.search(text) or _YEAR_PREFIX.match(text)
+        if d:
+            years.add(int(d.group(1)))
+        elif len(text) == 4 and text[:2] in ("19", "20") and text.isdigit():
+            years.add(int(text))
+        return
+    try:
+        v = float(text)
+    except ValueError:
+        return
+    if v.is_integer() and _YEAR_MIN <= v <= _YEAR_MAX:
+        years.add(int(v))
+
+
+def _literal(n: exp.Expression) -> exp.Literal | None:
+    if isinstance(n, exp.Literal):
+        return n
+    if isinstance(n, exp.Neg) and isinstance(n.this, exp.Literal) and not n.this.is_string:
+        return exp.Literal(this=f"-{n.this.this}", is_string=False)
+    return None
+
+
+def _comparison_filters(node: exp.Expression, filters: list[SqlFilter]) -> None:
+    """``column <op> literal`` (either side; ``IN`` lists; a negative number) -> :class:`SqlFilter` s."""
+    if isinstance(node, exp.In):
+        col = node.this
+        lits = [e for e in node.expressions if isinstance(e, exp.Literal)]
+    else:
+        left, right = node.this, node.expression
+        col, lit_node = (left, right) if _literal(right) is not None else (right, left)
+        lit_value = _literal(lit_node)
+        lits = [lit_value] if lit_value is not None else []
+    if not lits or not isinstance(col, exp.Column):
+        return
+    op = type(node).__name__.lower()
+    if op in ("gt", "gte", "lt", "lte") and col is node.expression:  # literal on the left: flip
+        op = {"gt": "lt", "gte": "lte", "lt": "gt", "lte": "gte"}[op]
+    for lit in lits:
+        filters.append(SqlFilter(col.name.lower(), op, lit.this, lit.is_string))
+
+
 @functools.lru_cache(maxsize=4096)
 def analyse_sql(sql: str) -> SqlAnalysis:
     """Parse ``sql`` (SQLite dialect) and collect :class:`SqlAnalysis` facts; cached per string.
@@ -124,82 +171,72 @@ def analyse_sql(sql: str) -> SqlAnalysis:
     if tree is None:
         return SqlAnalysis(parsed=False, kind="unknown", error="empty statement")
     kind = next((k for cls, k in _KINDS if isinstance(tree, cls)), type(tree).__name__.lower())
-    tables = frozenset(t.name.lower() for t in tree.find_all(exp.Table) if t.name)
-    columns = [c for c in tree.find_all(exp.Column)]
-    alias_names = {a.alias.lower() for a in tree.find_all(exp.Alias) if a.alias}
+    # one walk over the tree, bucketed by node kind (each find_all is a full walk of its own)
+    table_nodes: list[exp.Table] = []
+    columns: list[exp.Column] = []
+    alias_nodes: list[exp.Alias] = []
+    funcs: list[exp.Func] = []
+    literal_nodes: list[exp.Literal] = []
+    conditions: list[exp.Expression] = []
+    group_by = False
+    for node in tree.walk():
+        if isinstance(node, exp.Column):
+            columns.append(node)
+        elif isinstance(node, exp.Literal):
+            literal_nodes.append(node)
+        elif isinstance(node, exp.Table):
+            table_nodes.append(node)
+        elif isinstance(node, exp.Alias):
+            alias_nodes.append(node)
+        elif isinstance(node, (exp.Where, exp.Having)):
+            conditions.append(node.this)
+        elif isinstance(node, exp.Join):
+            on = node.args.get("on")
+            if on is not None:
+                conditions.append(on)
+        elif isinstance(node, exp.Group):
+            group_by = True
+        if isinstance(node, exp.Func):
+            funcs.append(node)
+    tables = frozenset(tb.name.lower() for tb in table_nodes if tb.name)
+    alias_names = {a.alias.lower() for a in alias_nodes if a.alias}
     all_columns = frozenset(c.name.lower() for c in columns if c.name)
     identifiers: set[str] = set()
     for name in all_columns | tables:
         identifiers.update(_parts(name))
     aggregates: set[str] = set()
-    for f in tree.find_all(exp.Func):
+    agg_nodes: list[exp.AggFunc] = []
+    for f in funcs:
         fname = (f.sql_name() if hasattr(f, "sql_name") else type(f).__name__).lower()
         identifiers.update(_parts(fname))
         if isinstance(f, exp.AggFunc):
             aggregates.add(fname)
-    literals = {lit.this.lower() for lit in tree.find_all(exp.Literal) if lit.is_string}
-    numeric_literals = [lit.this for lit in tree.find_all(exp.Literal) if not lit.is_string]
+            agg_nodes.append(f)
+    literals = {lit.this.lower() for lit in literal_nodes if lit.is_string}
+    numeric_literals = [lit.this for lit in literal_nodes if not lit.is_string]
     identifiers.update(numeric_literals)
     aliases: set[str] = set()
     for a in alias_names:
         aliases.update(_parts(a))
 
-    conditions: list[exp.Expression] = []
-    for node in tree.find_all(exp.Where, exp.Having):
-        conditions.append(node.this)
-    for j in tree.find_all(exp.Join):
-        on = j.args.get("on")
-        if on is not None:
-            conditions.append(on)
     filters: list[SqlFilter] = []
     years: set[int] = set()
     cond_cols: set[str] = set()
     for cond in conditions:
-        cond_cols.update(c.name.lower() for c in cond.find_all(exp.Column) if c.name)
-        for lit in cond.find_all(exp.Literal):
-            text = lit.this
-            if lit.is_string:
-                d = _ISO_DATE.search(text) or _YEAR_PREFIX.match(text)
-                if d:
-                    years.add(int(d.group(1)))
-                elif re.fullmatch(r"(19|20)\d\d", text):
-                    years.add(int(text))
-            else:
-                try:
-                    v = float(text)
-                except ValueError:
-                    continue
-                if v.is_integer() and _YEAR_MIN <= v <= _YEAR_MAX:
-                    years.add(int(v))
-        for node in cond.find_all(exp.Between):
-            col, low, high = node.this, node.args.get("low"), node.args.get("high")
-            if isinstance(col, exp.Column):
-                for op, lit in (("gte", low), ("lte", high)):
-                    if isinstance(lit, exp.Literal):
-                        filters.append(SqlFilter(col.name.lower(), op, lit.this, lit.is_string))
-        for node in cond.find_all(exp.EQ, exp.NEQ, exp.In, exp.Like, exp.GT, exp.GTE, exp.LT, exp.LTE):
-            if isinstance(node, exp.In):
-                col = node.this
-                lits = [e for e in node.expressions if isinstance(e, exp.Literal)]
-            else:
-                left, right = node.this, node.expression
-                def literal(n: exp.Expression) -> exp.Literal | None:
-                    if isinstance(n, exp.Literal):
-                        return n
-                    if isinstance(n, exp.Neg) and isinstance(n.this, exp.Literal) and not n.this.is_string:
-                        return exp.Literal(this=f"-{n.this.this}", is_string=False)
-                    return None
-
-                col, lit_node = (left, right) if literal(right) is not None else (right, left)
-                lit_value = literal(lit_node)
-                lits = [lit_value] if lit_value is not None else []
-            if not lits or not isinstance(col, exp.Column):
-                continue
-            op = type(node).__name__.lower()
-            if op in ("gt", "gte", "lt", "lte") and col is node.expression:  # literal on the left: flip
-                op = {"gt": "lt", "gte": "lte", "lt": "gt", "lte": "gte"}[op]
-            for lit in lits:
-                filters.append(SqlFilter(col.name.lower(), op, lit.this, lit.is_string))
+        for node in cond.walk():
+            if isinstance(node, exp.Column):
+                if node.name:
+                    cond_cols.add(node.name.lower())
+            elif isinstance(node, exp.Literal):
+                _literal_year(node, years)
+            elif isinstance(node, exp.Between):
+                col, low, high = node.this, node.args.get("low"), node.args.get("high")
+                if isinstance(col, exp.Column):
+                    for op, lit in (("gte", low), ("lte", high)):
+                        if isinstance(lit, exp.Literal):
+                            filters.append(SqlFilter(col.name.lower(), op, lit.this, lit.is_string))
+            elif isinstance(node, _COMPARISONS):
+                _comparison_filters(node, filters)
 
     order: tuple[tuple[str, bool], ...] = ()
     limit: int | None = None
@@ -217,10 +254,9 @@ def analyse_sql(sql: str) -> SqlAnalysis:
             except (TypeError, ValueError):
                 limit = None
     count_only = bool(aggregates) and aggregates <= {"count"}
-    group_by = any(True for _ in tree.find_all(exp.Group))
-    raw_literals = tuple(dict.fromkeys(lit.this for lit in tree.find_all(exp.Literal) if lit.is_string))
+    raw_literals = tuple(dict.fromkeys(lit.this for lit in literal_nodes if lit.is_string))
     alias_to_table: dict[str, str] = {}
-    for tb in tree.find_all(exp.Table):
+    for tb in table_nodes:
         if tb.name:
             alias_to_table[(tb.alias or tb.name).lower()] = tb.name.lower()
     output_sources: list[tuple[str, str]] = []
@@ -240,7 +276,7 @@ def analyse_sql(sql: str) -> SqlAnalysis:
         first = frm.find(exp.Table) if frm is not None else None
         if first is not None and first.name:
             from_table = first.name.lower()
-    for agg in tree.find_all(exp.AggFunc):
+    for agg in agg_nodes:
         if isinstance(agg, exp.Count):
             arg = agg.this
             if isinstance(arg, exp.Distinct):

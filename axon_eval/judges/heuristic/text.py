@@ -4,6 +4,7 @@ names, years, sentences and clauses, instruction-like phrases; plus the small no
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -315,6 +316,7 @@ def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", text.lower().replace("’", "'").replace("_", " ").replace("-", " ")).strip()
 
 
+@functools.lru_cache(maxsize=4096)
 def _stem(word: str) -> str:
     w = word.lower()
     for suffix in ("ies", "es", "s"):
