@@ -3,6 +3,7 @@
 Valid forms (nest freely)::
 
     heuristic                                   offline deterministic judge (code only)
+    heuristic(lexicon=<name>)                   the same with a domain lexicon (sports default, retail, finance, none)
     anthropic:<model>[@<base_url>][#free_text]  Claude through the Anthropic API (or a compatible server)
     openai:<model>[@<base_url>][#free_text]     any OpenAI-compatible server
     repeat(<spec>, <n>)                         n samples per view
@@ -42,6 +43,7 @@ from .base import Judge
 
 VALID_FORMS = (
     "heuristic",
+    "heuristic(lexicon=sports|retail|finance|none)",
     "anthropic:<model>[@<base_url>][#free_text]",
     "openai:<model>[@<base_url>][#free_text]",
     "repeat(<spec>, <n>)",
@@ -244,6 +246,15 @@ def _build(node: Leaf | Quoted | Call, spec: str, options: dict[str, Any]) -> Ju
         if sep and kind in ("anthropic", "openai") and rest:
             return _build_api_leaf(kind, rest, text, spec, options)
         raise SpecError(spec, f"unknown judge {text!r}")
+    if node.name == "heuristic":
+        if node.args or set(node.kwargs) - {"lexicon"}:
+            raise SpecError(spec, "heuristic() takes only heuristic(lexicon=<name>)")
+        from .heuristic import HeuristicJudge
+
+        try:
+            return HeuristicJudge(lexicon=node.kwargs.get("lexicon"))
+        except ValueError as exc:  # an unknown lexicon: the message names the available ones
+            raise SpecError(spec, str(exc)) from None
     from .wrappers import EnsembleJudge, NoiseJudge, RepeatJudge, ReplayJudge, SimulatedJudge
 
     def check_kwargs(allowed: set[str]) -> None:
