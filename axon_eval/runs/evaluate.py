@@ -43,6 +43,7 @@ from .io import (
     file_sha256,
     iso,
     new_run_dir,
+    read_parquet,
     to_jsonable,
     utc_now,
     write_json,
@@ -256,7 +257,7 @@ class RunWriter:
     def results_frame(self) -> pd.DataFrame:
         """The committed ``results.parquet`` (one copy in memory, read after the last chunk)."""
         path = self.folder / "results.parquet"
-        return pd.read_parquet(path) if path.exists() else empty_results()
+        return read_parquet(path) if path.exists() else empty_results()
 
     def commit(self) -> None:
         self.verdicts.commit()

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from ..summaries import summarise
-from .io import iter_jsonl, read_jsonl
+from .io import iter_jsonl, read_jsonl, read_parquet
 from .manifest import RunManifest
 from .rows import empty_results
 
@@ -119,5 +119,5 @@ def load_run(folder: str | Path) -> Run:
     params_path = folder / "params.json"
     params = json.loads(params_path.read_text(encoding="utf-8")) if params_path.exists() else {}
     results_path = folder / "results.parquet"
-    results = pd.read_parquet(results_path) if results_path.exists() else empty_results()
+    results = read_parquet(results_path) if results_path.exists() else empty_results()
     return Run(run_dir=folder, manifest=manifest, params=params, results=results)
