@@ -38,7 +38,7 @@ _MONTH_YEAR = re.compile(r"\b(" + "|".join(sorted(MONTHS, key=len, reverse=True)
 _QUARTER = re.compile(r"\bQ([1-4])\s*(?:of\s+|FY\s?|'|)((?:19|20)\d\d)\b|\b((?:19|20)\d\d)\s*-?\s*Q([1-4])\b|"
                       r"\b(first|second|third|fourth|1st|2nd|3rd|4th) quarter (?:of |in )?((?:19|20)\d\d)\b", re.I)
 _HALF = re.compile(r"\bH([12])\s*((?:19|20)\d\d)\b|\b(first|second) half (?:of |in )?((?:19|20)\d\d)\b", re.I)
-_THE_N = re.compile(r"\bthe (\d{1,3}|" + "|".join(w for w, v in WORD_NUMBERS.items() if v > 1)
+_THE_N = re.compile(r"\b(?:the|which|what) (\d{1,3}|" + "|".join(w for w, v in WORD_NUMBERS.items() if v > 1)
                     + r") (?!of\b|per\b|percent\b|%)[a-z]", re.I)
 _QUARTER_WORDS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2, "3rd": 3, "4th": 4}
 #: Periods the question names relative to "now" (the judge cannot resolve them from the evidence).

@@ -355,6 +355,18 @@ def _answer_takes_first_row(info: StepInfo, answer: str | None) -> bool:
     return not others or hits[0][0] < min(others)
 
 
+def _coded_cell(profile: QuestionProfile, info: StepInfo, entity: str) -> str:
+    """A short code in the rows (``TX``) that stands for the asked entity (``Texas``), or ``""``."""
+    seen: set[str] = set()
+    for row in info.step.rows[:200]:
+        for v in row:
+            if isinstance(v, str) and 2 <= len(v) <= 6 and v not in seen:
+                seen.add(v)
+                if filter_maps_to(profile, SqlFilter("cell", "eq", v, True), entity) in ("lexicon", "abbreviation"):
+                    return v
+    return ""
+
+
 _OPS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 _HOW_MANY = re.compile(r"\bhow many (?:distinct |different |unique |individual )?([a-z]+)", re.I)
 
@@ -411,6 +423,10 @@ def assess_targeting(profile: QuestionProfile, info: StepInfo, horizon: int,
         if mapped:
             f = mapped[0]
             t.notes.append(f"{f.column} = {_quote_lit(f)} read as {ent} ({filter_maps_to(profile, f, ent)})")
+            continue
+        coded = _coded_cell(profile, info, ent)
+        if coded:
+            t.notes.append(f"the rows' '{coded}' read as {ent}")
             continue
         if e in info.text:
             t.unfiltered.append(ent) if info.truncated else None

@@ -1,0 +1,361 @@
+"""The heuristic judge outside rugby: every case of issue 12's review, in three domains each
+(sports, retail, finance), plus the number parser, the lexicons, the spec form and the v2 prompt.
+
+The turns here are written by hand for these tests; none comes from a fixture generator, and no
+check was tuned to them (they state the classes of error the checks must handle).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from axon_eval.evidence import Turn, split_segments
+from axon_eval.judges import build_judge, load_prompt
+from axon_eval.judges import heuristic as hc
+from axon_eval.judges.heuristic import HeuristicJudge
+from axon_eval.view import render_view
+
+#: sha256 of prompts/judge_v2.md. Editing the prompt requires a new version file, not a new hash here.
+JUDGE_V2_SHA256 = "9ca1e47f2eac811ee2924852b28f11788869f851346820fcabd1bbd6cbe0491f"
+
+
+def make_view(question, steps, answer="", horizon=20):
+    turn = Turn.model_validate({
+        "schema_version": 1, "turn_id": "g-1", "captured_at": "2026-07-01T00:00:00Z", "region": "eu",
+        "surface": "web", "client": "c", "question": question,
+        "answer": answer if answer != "" else None, "steps": steps})
+    return render_view(split_segments(turn)[0], horizon)
+
+
+def sql_step(sql, columns, rows, row_count=None, status="ok"):
+    return {"kind": "sql", "sql": sql, "status": status, "columns": columns, "rows": rows,
+            "row_count": len(rows) if row_count is None else row_count}
+
+
+def judge(view, lexicon=None):
+    record = HeuristicJudge(lexicon=lexicon).judge(view)
+    assert record.error is None, record.error
+    return record.verdict, record.extra["heuristic"]
+
+
+DOMAINS = ("sports", "retail", "finance")
+
+
+# ---------------------------------------------------------------------------------------------
+# the number parser
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("text,token,value", [
+    ("revenue of $1.2M", "$1.2M", 1.2e6),
+    ("we spent $845K", "$845K", 845e3),
+    ("3.4bn impressions", "3.4bn", 3.4e9),
+    ("about 12k orders", "12k", 12e3),
+    ("a $5B market", "$5B", 5e9),
+    ("10mn users", "10mn", 10e6),
+    ("1.2 million fans", "1.2 million", 1.2e6),
+    ("€2,500.75 in fees", "€2,500.75", 2500.75),
+    ("£3.10 each", "£3.10", 3.10),
+    ("a loss of -$5.20", "-$5.20", -5.20),
+    ("net income was (1,234)", "(1,234)", -1234.0),
+    ("net income was ($1.2M)", "($1.2M)", -1.2e6),
+])
+def test_currency_and_scale_suffixes(text, token, value):
+    m = [n for n in hc.extract_numbers(text) if n.token == token]
+    assert m, [n.token for n in hc.extract_numbers(text)]
+    assert m[0].value == pytest.approx(value)
+
+
+def test_percent_points_and_basis_points():
+    pct, pp, bps = hc.extract_numbers("7.35%, up 0.53pp, or 53 bps")
+    assert (pct.kind, pct.value, pct.percent) == ("percent", 7.35, True)
+    assert (pp.kind, pp.value, pp.percent) == ("pp", 0.53, True)
+    assert (bps.kind, bps.value) == ("bps", 53.0)
+    assert hc.extract_numbers("a 2.5 percentage points gap")[0].kind == "pp"
+    cell = [hc.Cell(0.0053, (), "row", 1, 0)]
+    assert hc.number_support(bps, cell)[0] == hc.SUPPORTED        # 53 bps <- a fraction 0.0053
+    assert hc.number_support(pp, cell)[0] == hc.SUPPORTED         # 0.53 pp <- the same fraction
+
+
+def test_brackets_are_negative_only_where_a_value_stands():
+    assert [n.value for n in hc.extract_numbers("Al Bo (2), Cy Do (1)")] == [2.0, 1.0]
+    aside = hc.extract_numbers("California ($274,384.16), Texas ($249,168.44) and Florida.")
+    assert [n.value for n in aside] == [274384.16, 249168.44]
+    ledger = hc.extract_numbers("gross sales 314,060.72; refunds (69,789.79); net income (35,209.07).")
+    assert [n.value for n in ledger] == [314060.72, -69789.79, -35209.07]
+
+
+def test_abbreviated_figures_match_rounded_or_truncated_cells():
+    cells = [hc.Cell(1250000.5, ("revenue",), "row", 1, 0)]
+    for text in ("$1.25M", "$1.2M", "$1.3M"):
+        assert hc.number_support(hc.extract_numbers(text)[0], cells)[0] == hc.SUPPORTED, text
+    assert hc.number_support(hc.extract_numbers("$1.5M")[0], cells)[0] == hc.UNSUPPORTED
+    assert hc.number_support(hc.extract_numbers("$125K")[0], cells)[0] == hc.UNSUPPORTED  # scale
+
+
+def test_periods_of_a_question():
+    assert hc.question_periods("orders in March 2024") == (("2024-03-01", "2024-04-01"),)
+    assert hc.question_periods("revenue in Q1 2024") == (("2024-01-01", "2024-04-01"),)
+    assert hc.question_periods("the first half of 2023") == (("2023-01-01", "2023-07-01"),)
+    assert hc.question_periods("tries in 2022") == (("2022-01-01", "2023-01-01"),)
+
+
+# ---------------------------------------------------------------------------------------------
+# case 1: a correct code filter is not "wrong scope"; an unmappable one is named, unverifiable
+# ---------------------------------------------------------------------------------------------
+CODE_CASES = {
+    "sports": ("How many tries did Harbour City score in 2024?",
+               "SELECT SUM(tries) AS tries FROM team_seasons WHERE team_code = 'HC' AND year = 2024",
+               ["tries"], [[47]], "Harbour City scored 47 tries in 2024."),
+    "retail": ("How much revenue came from Texas in 2024?",
+               "SELECT ROUND(SUM(o.total), 2) AS revenue FROM orders o JOIN customers c ON c.id = o.customer_id "
+               "WHERE c.state = 'TX' AND o.order_date >= '2024-01-01' AND o.order_date < '2025-01-01'",
+               ["revenue"], [[249168.44]], "Texas brought in $249,168.44 in 2024."),
+    "finance": ("What were the fees booked in Germany in 2024?",
+                "SELECT ROUND(SUM(amount), 2) AS fees FROM ledger WHERE country = 'DE' AND fiscal_year = 2024 "
+                "AND account_type = 'fee'", ["fees"], [[18250.0]], "Fees booked in Germany came to $18,250.00."),
+}
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_code_filter_for_a_named_place_is_not_wrong_scope(domain):
+    q, sql, cols, rows, answer = CODE_CASES[domain]
+    v, details = judge(make_view(q, [sql_step(sql, cols, rows)], answer), domain)
+    assert v.intent_understood >= 8 and v.result_relevance >= 8, v.explanation
+    assert "different question" not in v.explanation and v.verdict == "good"
+    # without a lexicon the code is still not "wrong": an abbreviation or an unverifiable filter
+    v0, d0 = judge(make_view(q, [sql_step(sql, cols, rows)], answer), "none")
+    assert "different question" not in v0.explanation and v0.verdict != "poor"
+
+
+@pytest.mark.parametrize("domain,question,sql", [
+    ("sports", "How many cards did Harbour City get in 2024?",
+     "SELECT SUM(cards) AS cards FROM discipline WHERE club_ref = 'Q7X' AND year = 2024"),
+    ("retail", "How many orders came from Springfield in 2024?",
+     "SELECT COUNT(*) AS orders FROM orders WHERE store_code = 'ZK9' AND order_date LIKE '2024-%'"),
+    ("finance", "What was the Northwind fund's balance at the end of 2024?",
+     "SELECT balance FROM fund_balances WHERE fund_code = 'QX4' AND as_of = '2024-12-31'"),
+])
+def test_unmappable_code_is_named_unverifiable_never_wrong_scope(domain, question, sql):
+    v, details = judge(make_view(question, [sql_step(sql, ["x"], [[12]])], "It was 12."), domain)
+    assert "different question" not in v.explanation
+    assert details["unverifiable_filters"] and "cannot map" in details["unverifiable_filters"][0]
+    assert "unverifiable" in v.explanation
+
+
+# ---------------------------------------------------------------------------------------------
+# case 2: loss / decline / deficit wording carries the sign of a negative cell
+# ---------------------------------------------------------------------------------------------
+SIGN_CASES = {
+    "sports": ("What was Saltmere's points difference in 2024?", ["points_difference"], [[-40]],
+               "Saltmere finished with a deficit of 40 points.", "Saltmere finished on +40."),
+    "retail": ("How much did we refund in September 2024?", ["refunded"], [[-13685.72]],
+               "We paid back $13,685.72 in refunds in September 2024.",
+               "Refunds brought a gain of $13,685.72 in September 2024."),
+    "finance": ("What was the net result for August 2024?", ["net_income"], [[-1250000.5]],
+                "August 2024 closed with a net loss of $1,250,000.50.", "August 2024 showed a profit of $1,250,000.50."),
+}
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_loss_wording_matches_a_negative_cell_and_a_gain_does_not(domain):
+    q, cols, rows, good, bad = SIGN_CASES[domain]
+    sql = f"SELECT {cols[0]} FROM facts WHERE period = '2024'"
+    v, _ = judge(make_view(q, [sql_step(sql, cols, rows)], good), domain)
+    assert v.answer_faithfulness == 10, v.explanation
+    v2, d2 = judge(make_view(q, [sql_step(sql, cols, rows)], bad), domain)
+    assert v2.answer_faithfulness <= 3 and d2["unsupported_claims"], v2.explanation
+
+
+@pytest.mark.parametrize("domain,answer,cell,column", [
+    ("sports", "Attendance fell by 1,200 on the year.", 1200.0, "attendance_change"),
+    ("retail", "Net sales declined by $4,500.00 year on year.", 4500.0, "net_sales_change"),
+    ("finance", "The fund posted a net loss of $2.1M.", 2100000.0, "net_income"),
+])
+def test_decline_wording_against_a_positive_signed_cell_is_a_sign_error(domain, answer, cell, column):
+    view = make_view("How did it change in 2024?", [sql_step(f"SELECT {column} FROM t WHERE year = 2024",
+                                                             [column], [[cell]])], answer)
+    v, details = judge(view, domain)
+    assert v.answer_faithfulness <= 3 and "sign" in v.explanation, v.explanation
+
+
+# ---------------------------------------------------------------------------------------------
+# case 3: a month (or quarter) range is the asked period, not a narrowing filter
+# ---------------------------------------------------------------------------------------------
+PERIOD_CASES = {
+    "sports": ("How many matches were played in March 2024?",
+               "SELECT COUNT(*) AS matches FROM matches WHERE match_date >= '2024-03-01' AND match_date < '2024-04-01'",
+               ["matches"], [[14]], "14 matches were played in March 2024."),
+    "retail": ("How many orders did we ship in March 2024?",
+               "SELECT COUNT(*) AS orders FROM orders WHERE shipped_at >= '2024-03-01' AND shipped_at < '2024-04-01'",
+               ["orders"], [[779]], "We shipped 779 orders in March 2024."),
+    "finance": ("What was revenue in Q1 2024?",
+                "SELECT ROUND(SUM(amount), 2) AS revenue FROM ledger WHERE posted_on BETWEEN '2024-01-01' AND "
+                "'2024-03-31' AND account = 'revenue'", ["revenue"], [[612000.0]], "Q1 2024 revenue was $612K."),
+}
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_period_range_is_not_narrowing(domain):
+    q, sql, cols, rows, answer = PERIOD_CASES[domain]
+    v, _ = judge(make_view(q, [sql_step(sql, cols, rows)], answer), domain)
+    assert v.subscores() == {"intent_understood": 10, "sql_quality": 10, "result_relevance": 10,
+                             "answer_faithfulness": 10}, v.explanation
+    assert "narrows" not in v.explanation and v.verdict == "good"
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_period_range_outside_the_question_is_wrong_scope(domain):
+    q, sql, cols, rows, answer = PERIOD_CASES[domain]
+    other = sql.replace("2024-0", "2023-0")
+    v, _ = judge(make_view(q, [sql_step(other, cols, rows)], answer), domain)
+    assert v.intent_understood <= 4 and v.verdict == "poor", v.explanation
+
+
+# ---------------------------------------------------------------------------------------------
+# case 4: scale suffixes are read and checked in every domain
+# ---------------------------------------------------------------------------------------------
+SCALE_CASES = {
+    "sports": ("What was total attendance in 2024?", "attendance", 1234567.0, "Total attendance was 1.2M.", "1.2M"),
+    "retail": ("What did Paid Search cost in 2024?", "spend", 245209.35, "Paid Search cost $245K in 2024.", "$245K"),
+    "finance": ("What were total assets at the end of 2024?", "assets", 3729085268.0,
+                "Total assets were 3.7bn at the end of 2024.", "3.7bn"),
+}
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_scaled_figures_are_supported_and_wrong_ones_are_not(domain):
+    q, col, cell, answer, token = SCALE_CASES[domain]
+    steps = [sql_step(f"SELECT SUM({col}) AS {col} FROM facts WHERE year = 2024", [col], [[cell]])]
+    v, _ = judge(make_view(q, steps, answer), domain)
+    assert v.answer_faithfulness == 10, v.explanation
+    wrong = answer.replace(token, token.replace("1.2", "1.9").replace("245", "309").replace("3.7", "4.7"))
+    v2, d2 = judge(make_view(q, steps, wrong), domain)
+    assert v2.answer_faithfulness <= 3 and v2.verdict != "good", v2.explanation
+
+
+# ---------------------------------------------------------------------------------------------
+# case 5: a data question answered without SQL is not "no SQL was needed"
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("domain,question,answer", [
+    ("sports", "Harbour City tries 2024", "Harbour City scored 58 tries in 2024."),
+    ("retail", "Show me revenue by region for last quarter", "The West led with $1.2M."),
+    ("finance", "Net interest margin for the retail book in 2024", "It was 2.4%."),
+])
+def test_data_question_without_sql(domain, question, answer):
+    v, details = judge(make_view(question, [], answer), domain)
+    assert v.sql_quality <= 2 and v.verdict == "poor", v.explanation
+    assert "no SQL was needed" not in v.explanation
+    tools = [{"kind": "tool", "name": "list_tables", "status": "ok", "args": {}, "output": "facts\ndims"}]
+    v2, _ = judge(make_view(question, tools, answer), domain)
+    assert v2.sql_quality <= 2 and v2.verdict == "poor", v2.explanation
+
+
+@pytest.mark.parametrize("domain,question", [
+    ("sports", "Drop the matches table."), ("retail", "Delete all orders from 2023."),
+    ("finance", "Change the Q3 revenue figure to 1.5M."),
+])
+def test_refused_write_request_needs_no_sql(domain, question):
+    v, _ = judge(make_view(question, [], "I can't change data: I only have read access."), domain)
+    assert v.sql_quality == 10 and v.verdict == "good", v.explanation
+
+
+# ---------------------------------------------------------------------------------------------
+# case 6: an invented figure that would sit in unseen rows is not full marks, and is listed
+# ---------------------------------------------------------------------------------------------
+UNSEEN_CASES = {
+    "sports": ("How many points did Player Xx score in 2022?", ["player", "points"],
+               lambda i: [f"Player {chr(65 + i)}{chr(97 + i)}", 200 - i], "Player Xx scored 9,999 points in 2022."),
+    "retail": ("How many orders did Mississippi customers place in 2023?", ["state", "orders"],
+               lambda i: [f"S{i:02d}", 1000 - 10 * i], "Mississippi customers placed 9,999 orders in 2023."),
+    "finance": ("What was the Birch account's balance at the end of 2023?", ["account", "balance"],
+                lambda i: [f"Account {i:02d}", 5000.0 + i], "The Birch account closed 2023 at $9,999.00."),
+}
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_unverifiable_claim_costs_faithfulness_and_the_good_verdict(domain):
+    q, cols, row, answer = UNSEEN_CASES[domain]
+    rows = [row(i) for i in range(37)]
+    view = make_view(q, [sql_step(f"SELECT {', '.join(cols)} FROM facts WHERE year = 2023", cols, rows)], answer)
+    v, details = judge(view, domain)
+    assert v.answer_faithfulness < 10 and v.verdict != "good", v.explanation
+    assert any("9,999" in c for c in details["unverifiable_claims"]) and "could not verify" in v.explanation
+
+
+# ---------------------------------------------------------------------------------------------
+# case 7: a LIMIT below the N the question asks for is an incomplete set
+# ---------------------------------------------------------------------------------------------
+LIMIT_CASES = {
+    "sports": ("Who were the top 5 try scorers in 2024?", "player", "tries"),
+    "retail": ("What were our top 5 states by revenue in 2024?", "state", "revenue"),
+    "finance": ("Which 5 accounts had the largest balances at the end of 2024?", "account", "balance"),
+}
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_limit_below_top_n_is_incomplete(domain):
+    q, key, measure = LIMIT_CASES[domain]
+    sql = f"SELECT {key}, SUM({measure}) AS {measure} FROM facts WHERE year = 2024 GROUP BY {key} " \
+          f"ORDER BY {measure} DESC LIMIT 3"
+    rows = [["Alpha One", 30], ["Beta Two", 20], ["Gamma Three", 10]]
+    v, details = judge(make_view(q, [sql_step(sql, [key, measure], rows)]), domain)
+    assert v.result_relevance <= 5 and v.sql_quality <= 6, v.explanation
+    assert "LIMIT 3" in v.explanation and v.verdict == "partial"
+
+
+# ---------------------------------------------------------------------------------------------
+# case 8: the verdict comes from the judge's findings, so it can disagree with the band
+# ---------------------------------------------------------------------------------------------
+FABRICATED = {
+    "sports": ("How many tries did Harbour City score in 2024?", ["team", "tries"], [["Harbour City", 47]],
+               "Harbour City scored 74 tries in 2024."),
+    "retail": ("How much did Texas customers spend in 2024?", ["state", "revenue"], [["TX", 249168.44]],
+               "Texas customers spent $349,168.44 in 2024."),
+    "finance": ("What were 2024 operating expenses?", ["opex"], [[412300.15]], "2024 opex came to $512,300.15."),
+}
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_verdict_is_independent_of_the_band(domain):
+    q, cols, rows, answer = FABRICATED[domain]
+    sql = f"SELECT {', '.join(cols)} FROM facts f JOIN customers c ON c.id = f.customer_id WHERE year = 2024"
+    view = make_view(q, [sql_step(sql, cols, rows)], answer)
+    v, details = judge(view, domain)
+    assert details["band"] == "good" and v.verdict == "partial"  # the cross-check disagrees, visibly
+    assert details["verdict_rule"].startswith("the answer states") and v.answer_faithfulness <= 3
+
+
+def test_decision_list_order():
+    failed = make_view("How many orders in 2024?", [{"kind": "sql", "sql": "SELECT COUNT(*) FROM ordrs",
+                                                     "status": "error", "error": "no such table"}], "")
+    v, details = judge(failed, "retail")
+    assert v.verdict == "poor" and "failed" in details["verdict_rule"]
+
+
+# ---------------------------------------------------------------------------------------------
+# lexicons, the spec form, the v2 prompt, the code hash
+# ---------------------------------------------------------------------------------------------
+def test_lexicons_and_spec_form():
+    assert set(hc.available_lexicons()) >= {"sports", "retail", "finance", "none"}
+    assert build_judge("heuristic").judge_id == "heuristic"
+    j = build_judge("heuristic(lexicon=retail)")
+    assert j.judge_id == "heuristic[lexicon=retail]" and j.lexicon.name == "retail"
+    assert j.lexicon.expand_code("TX") == ("texas",)
+    with pytest.raises(ValueError, match="available"):
+        build_judge("heuristic(lexicon=astrology)")
+    # the sports words live in the sports lexicon, not in the core
+    assert "tries" in hc.load_lexicon("sports").measures and "tries" not in hc.load_lexicon("none").measures
+
+
+def test_judge_v2_prompt_is_pinned_and_has_no_domain_examples():
+    prompt = load_prompt("judge_v2")
+    assert prompt.sha256 == JUDGE_V2_SHA256 == hashlib.sha256(prompt.text.encode("utf-8")).hexdigest()
+    for word in ("rugby", "tries", "try", "match", "sport", "team", "scorer"):
+        assert f" {word} " not in f" {prompt.text.lower()} ", word
+
+
+def test_code_hash_covers_lexicon_files():
+    from axon_eval.judges.heuristic import judge as judge_module
+
+    assert ".yaml" in judge_module.CODE_SUFFIXES and len(judge_module.heuristic_code_hash()) == 10
