@@ -1,17 +1,27 @@
 """Benchmark section ``heuristic``: throughput of the offline judge and its agreement with labels.
 
-``bench_heuristic()`` returns rows ``{"section": "heuristic", "name", "value", "unit", "target", "ok"}``:
+``bench_heuristic()`` returns rows ``{"section": "heuristic", "name", "value", "unit", "target", "ok"}``.
+The published figure is the **scorer's band** (what users see) against the labelled verdict; the
+judge's own categorical verdict (a decision list over its findings, independent of the band) is
+shown beside it for information.
 
-* turns/s of :class:`~axon_eval.judges.heuristic.HeuristicJudge` over the bundled sample's views
-  replicated to ``n_turns`` (default 10,000) segments (target >= 500/s). The sqlglot parse cache
-  (``analyse_sql``) is shared, as in a real run; verdicts are not cached.
-* on a held-out sample regenerated from the same scenario templates with other seeds
-  (:data:`HELD_OUT_SEEDS`): the same agreement figures. Same templates, new teams, seasons, values and
-  phrasings: it shows the checks are not fitted to the committed values, not that they generalise
-  to other warehouses or other kinds of defect.
-* on the bundled sample: Cohen's kappa of the verdict vs the labelled verdict (target >= 0.6),
-  share of fabricated-figure claims named in the explanation (target >= 90%), share of subscores
-  inside the labelled ranges, and the scorer band's kappa vs the labels (information).
+* **bundled sample, IN-SAMPLE**: the checks were written while looking at the rugby sample, so its
+  figures show fit, not generalisation. Cohen's kappa of the scorer band vs labels (target >= 0.75),
+  fabricated-figure claims named in the explanation (target >= 90%), subscores inside the labelled
+  ranges, and the verdict's kappa.
+* **out-of-domain set** (``data/turns/ood_turns.jsonl``: an e-commerce/finance warehouse, another
+  generator, frozen before the checks were made domain-general and never used to tune a single
+  item): the same figures with the default judge (``heuristic``, sports lexicon: domain-general by
+  construction) -- band kappa target >= 0.65, fabricated caught >= 90% -- and, for information, with
+  ``heuristic(lexicon=retail)``.
+* **held-out sample** rebuilt from the rugby templates with other seeds (:data:`HELD_OUT_SEEDS`): new
+  teams, seasons, values and phrasings from the *same* templates -- it shows values are not
+  memorised, not that the checks generalise.
+* **throughput on distinct views with cold caches**: every distinct view of the bundled sample, the
+  out-of-domain set, the horizon set and the held-out sample, judged once per pass with every parse
+  cache cleared before the pass (:func:`axon_eval.judges.heuristic.clear_caches`); the best of
+  ``passes`` passes (target >= 500 turns/s). No view repeats within a pass, so no cache can serve a
+  repeated statement.
 
 The labels are CONSTRUCTED from seeded defects, not human judgements (see :mod:`axon_eval.labels`).
 """
@@ -20,82 +30,144 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from .evidence import load_turns
 from .fixtures.build import FixtureSeeds, build_all
-from .judges.heuristic import HeuristicJudge
+from .judges.heuristic import HeuristicJudge, clear_caches
+from .labels import load_labels
 from .rubric import Rubric
-from .stats.agreement import measure_heuristic
+from .stats.agreement import label_agreement, results_from_records
 from .view import build_views
 
 SAMPLE_TURNS = Path("data/turns/sample_turns.jsonl")
 SAMPLE_LABELS = Path("data/turns/labels.csv")
+OOD_TURNS = Path("data/turns/ood_turns.jsonl")
+OOD_LABELS = Path("data/turns/ood_labels.csv")
+HORIZON_TURNS = Path("data/turns/horizon_turns.jsonl")
 #: Seeds of the held-out sample (any seeds other than the committed ones; recorded in the bench rows).
 HELD_OUT_SEEDS = FixtureSeeds(warehouse=777, scenario=11, timing=12, assignment=13, events=14)
+#: Goals of issue 12 (band = the scorer's band, the figure users see).
+BAND_KAPPA_GOAL_SAMPLE = 0.75
+BAND_KAPPA_GOAL_OOD = 0.65
+FABRICATED_GOAL = 0.90
+THROUGHPUT_GOAL = 500.0
 
 
 def _row(name: str, value: float, unit: str, target: str = "", ok: bool | None = None, **extra: Any) -> dict[str, Any]:
     return {"section": "heuristic", "name": name, "value": value, "unit": unit, "target": target, "ok": ok, **extra}
 
 
-def heuristic_throughput(turns_path: str | Path = SAMPLE_TURNS, n_turns: int = 10_000) -> tuple[float, float, int]:
-    """Judge the sample's views cycled to ``n_turns`` judgements; returns (turns/s, seconds, n)."""
-    turns, _ = load_turns(turns_path)
-    views = build_views(turns, Rubric.default())
+def distinct_views(paths: Sequence[str | Path]) -> list[Any]:
+    """The views of every turn in ``paths`` (default rubric), each distinct rendered text once."""
+    seen: set[str] = set()
+    out = []
+    for path in paths:
+        if not Path(path).exists():
+            continue
+        turns, _ = load_turns(path)
+        for view in build_views(turns, Rubric.default()):
+            if view.sha256 not in seen:
+                seen.add(view.sha256)
+                out.append(view)
+    return out
+
+
+def heuristic_throughput(paths: Sequence[str | Path] | str | Path = (SAMPLE_TURNS, OOD_TURNS, HORIZON_TURNS),
+                         passes: int = 3, views: Sequence[Any] | None = None) -> tuple[float, float, int]:
+    """Judge distinct views with cold parse caches; returns (turns/s of the best pass, its seconds, views).
+
+    Every ``lru_cache`` of the heuristic (question profiles, SQL analyses, word stems) is cleared
+    before each pass, and no view repeats within a pass.
+    """
+    if views is None:
+        views = distinct_views([paths] if isinstance(paths, str | Path) else paths)
     if not views:
-        raise ValueError(f"{turns_path} has no usable turns")
+        raise ValueError(f"{paths} hold no usable turns")
     judge = HeuristicJudge()
-    batch = [views[i % len(views)] for i in range(n_turns)]
-    t0 = time.perf_counter()
-    records = [judge.judge(v) for v in batch]
-    seconds = time.perf_counter() - t0
-    errors = [r for r in records if r.verdict is None]
-    if errors:
-        raise RuntimeError(f"{len(errors)} heuristic judgements failed, e.g. {errors[0].error}")
-    return n_turns / seconds, seconds, n_turns
+    best = float("inf")
+    for _ in range(max(1, passes)):
+        clear_caches()
+        t0 = time.perf_counter()
+        records = [judge.judge(v) for v in views]
+        best = min(best, time.perf_counter() - t0)
+        errors = [r for r in records if r.verdict is None]
+        if errors:
+            raise RuntimeError(f"{len(errors)} heuristic judgements failed, e.g. {errors[0].error}")
+    return len(views) / best, best, len(views)
+
+
+def measure(turns_path: str | Path, labels_path: str | Path, spec_lexicon: str | None = None) -> dict[str, Any]:
+    """Agreement of the heuristic (``lexicon``) with the labels of one set: band and verdict kappa,
+    fabricated-figure claims caught, all claims caught, subscores inside the labelled ranges."""
+    turns, invalid = load_turns(turns_path)
+    views = build_views(turns, Rubric.default())
+    judge = HeuristicJudge(lexicon=spec_lexicon)
+    records = [judge.judge(v) for v in views]
+    bands = {r.segment_id: r.extra["heuristic"]["band"] for r in records if r.verdict is not None}
+    agreement = label_agreement(results_from_records(records, bands), load_labels(labels_path))
+    claims = agreement.claims
+    fabricated = claims[claims["defect"] == "fabricated_figure"]
+    band = agreement.band_agreement or {}
+    return {"n": agreement.n, "judge_id": judge.judge_id, "band_kappa": band.get("kappa", float("nan")),
+            "band_accuracy": band.get("accuracy", float("nan")), "verdict_kappa": agreement.kappa,
+            "fabricated_caught": int(fabricated["caught"].sum()) if len(fabricated) else 0,
+            "fabricated_n": len(fabricated),
+            "fabricated_rate": float(fabricated["caught"].mean()) if len(fabricated) else float("nan"),
+            "claims_rate": agreement.claim_catch_rate, "in_range": agreement.in_range,
+            "unjudged": [r.segment_id for r in records if r.verdict is None], "invalid_lines": len(invalid)}
+
+
+def _agreement_rows(label: str, m: dict[str, Any], band_goal: float | None, fab_goal: float | None) -> list[dict[str, Any]]:
+    return [
+        _row(f"{label}: kappa scorer band vs labels", round(m["band_kappa"], 3), "kappa",
+             f">= {band_goal}" if band_goal is not None else "",
+             (m["band_kappa"] >= band_goal) if band_goal is not None else None, n=m["n"], judge_id=m["judge_id"]),
+        _row(f"{label}: fabricated-figure claims caught", round(100 * m["fabricated_rate"], 1), "%",
+             f">= {100 * fab_goal:g}" if fab_goal is not None else "",
+             (m["fabricated_rate"] >= fab_goal) if fab_goal is not None else None,
+             caught=m["fabricated_caught"], n=m["fabricated_n"]),
+        _row(f"{label}: subscores inside labelled ranges", round(100 * m["in_range"], 1), "%"),
+        _row(f"{label}: kappa judge verdict vs labels (the judge's own decision list)",
+             round(m["verdict_kappa"], 3), "kappa"),
+        _row(f"{label}: all labelled claims caught", round(100 * m["claims_rate"], 1), "%"),
+    ]
 
 
 def bench_heuristic(turns_path: str | Path = SAMPLE_TURNS, labels_path: str | Path = SAMPLE_LABELS,
-                    n_turns: int = 10_000) -> list[dict[str, Any]]:
+                    ood_turns: str | Path = OOD_TURNS, ood_labels: str | Path = OOD_LABELS,
+                    passes: int = 3) -> list[dict[str, Any]]:
     """The ``heuristic`` section of ``make bench`` (see the module docstring)."""
-    rate, seconds, n = heuristic_throughput(turns_path, n_turns)
-    agreement = measure_heuristic(turns_path, labels_path)
-    claims = agreement.claims
-    fabricated = claims[claims["defect"] == "fabricated_figure"]
-    fab_rate = float(fabricated["caught"].mean()) if len(fabricated) else float("nan")
-    bands = agreement.band_agreement or {}
-    return [
-        _row(f"heuristic judge, {n:,} segments", round(rate), "turns/s", ">= 500", rate >= 500,
-             seconds=round(seconds, 3)),
-        _row("kappa verdict vs labels (constructed)", round(agreement.kappa, 3), "kappa", ">= 0.6",
-             agreement.kappa >= 0.6, n=agreement.n),
-        _row("fabricated-figure claims caught", round(100 * fab_rate, 1), "%", ">= 90", fab_rate >= 0.9,
-             n=len(fabricated)),
-        _row("all labelled claims caught", round(100 * agreement.claim_catch_rate, 1), "%", "", None,
-             n=agreement.n_claims),
-        _row("subscores inside labelled ranges", round(100 * agreement.in_range, 1), "%", "", None),
-        _row("verdict accuracy vs labels", round(100 * agreement.accuracy, 1), "%", "", None),
-        _row("scorer band kappa vs labels", round(bands.get("kappa", float("nan")), 3), "kappa", "", None),
-        *bench_heuristic_held_out(),
-    ]
+    rows: list[dict[str, Any]] = []
+    sample = measure(turns_path, labels_path)
+    rows += _agreement_rows("bundled sample (IN-SAMPLE: the checks were written on it)", sample,
+                            BAND_KAPPA_GOAL_SAMPLE, FABRICATED_GOAL)
+    if Path(ood_turns).exists() and Path(ood_labels).exists():
+        ood = measure(ood_turns, ood_labels)
+        rows += _agreement_rows("out-of-domain e-commerce set (default heuristic)", ood, BAND_KAPPA_GOAL_OOD,
+                                FABRICATED_GOAL)
+        retail = measure(ood_turns, ood_labels, "retail")
+        rows += _agreement_rows("out-of-domain e-commerce set, heuristic(lexicon=retail)", retail, None, None)[:2]
+    with tempfile.TemporaryDirectory(prefix="axon-heldout-") as tmp:
+        build_all(tmp, HELD_OUT_SEEDS)
+        held_turns = Path(tmp) / "turns" / "sample_turns.jsonl"
+        held = measure(held_turns, Path(tmp) / "turns" / "labels.csv")
+        rows += [dict(r, seeds=HELD_OUT_SEEDS.__dict__) for r in _agreement_rows(
+            f"held-out sample, same templates (seeds {HELD_OUT_SEEDS.warehouse}/{HELD_OUT_SEEDS.scenario})",
+            held, None, None)[:3]]
+        views = distinct_views([turns_path, ood_turns, HORIZON_TURNS, held_turns])
+        rate, seconds, n = heuristic_throughput(views=views, passes=passes)
+    rows.insert(0, _row(f"heuristic judge, {n:,} distinct views, cold parse caches", round(rate), "turns/s",
+                        f">= {THROUGHPUT_GOAL:g}", rate >= THROUGHPUT_GOAL, seconds=round(seconds, 3)))
+    return rows
 
 
 def bench_heuristic_held_out(seeds: FixtureSeeds = HELD_OUT_SEEDS) -> list[dict[str, Any]]:
     """Agreement on a sample rebuilt into a temporary folder from ``seeds`` (see the module docstring)."""
     with tempfile.TemporaryDirectory(prefix="axon-heldout-") as tmp:
         build_all(tmp, seeds)
-        agreement = measure_heuristic(Path(tmp) / "turns" / "sample_turns.jsonl",
-                                      Path(tmp) / "turns" / "labels.csv")
-    claims = agreement.claims
-    fabricated = claims[claims["defect"] == "fabricated_figure"]
-    fab_rate = float(fabricated["caught"].mean()) if len(fabricated) else float("nan")
-    label = f"held-out sample (seeds {seeds.warehouse}/{seeds.scenario})"
-    return [
-        _row(f"{label}: kappa verdict vs labels", round(agreement.kappa, 3), "kappa", ">= 0.6",
-             agreement.kappa >= 0.6, n=agreement.n, seeds=seeds.__dict__),
-        _row(f"{label}: fabricated-figure claims caught", round(100 * fab_rate, 1), "%", ">= 90",
-             fab_rate >= 0.9, n=len(fabricated)),
-        _row(f"{label}: subscores inside labelled ranges", round(100 * agreement.in_range, 1), "%", "", None),
-    ]
+        held = measure(Path(tmp) / "turns" / "sample_turns.jsonl", Path(tmp) / "turns" / "labels.csv")
+    return [dict(r, seeds=seeds.__dict__) for r in _agreement_rows(
+        f"held-out sample, same templates (seeds {seeds.warehouse}/{seeds.scenario})", held, None, None)[:3]]

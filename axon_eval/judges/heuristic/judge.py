@@ -255,7 +255,8 @@ def _explain(view: Any, answer_step: Any, intent: CheckResult, sql_q: CheckResul
         for c in unsupported:
             bits.append(f"unsupported {c.kind} \"{c.token}\" ({c.reason}) in \"{enclosing_text(answer, c.start, c.end)}\"")
         if unverifiable:
-            bits.append("could not verify " + ", ".join(f"\"{c.token}\"" for c in unverifiable)
+            bits.append("could not verify " + ", ".join(
+                f"\"{c.token}\" (in \"{enclosing_text(answer, c.start, c.end)}\")" for c in unverifiable)
                         + " in the shown rows (the result is larger than the row horizon)")
         bits.extend(faith.findings)
         supported = sum(1 for c in claims if c.status == SUPPORTED)

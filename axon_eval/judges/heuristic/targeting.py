@@ -362,7 +362,8 @@ def _coded_cell(profile: QuestionProfile, info: StepInfo, entity: str) -> str:
         for v in row:
             if isinstance(v, str) and 2 <= len(v) <= 6 and v not in seen:
                 seen.add(v)
-                if filter_maps_to(profile, SqlFilter("cell", "eq", v, True), entity) in ("lexicon", "abbreviation"):
+                # only the lexicon: letters alone cannot tell MI (Michigan) from MS (Mississippi) in a column
+                if filter_maps_to(profile, SqlFilter("cell", "eq", v, True), entity) == "lexicon":
                     return v
     return ""
 
