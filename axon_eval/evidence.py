@@ -9,13 +9,27 @@ Nothing here ever re-queries a database: ``rows`` is the point-in-time snapshot 
 
 Public names
 ------------
-``Turn``, ``ToolStep``, ``SqlStep``    pydantic v2 models of DESIGN §3 (``schema_version`` 1)
+``Turn``, ``ToolStep``, ``SqlStep``    pydantic v2 models of DESIGN §3 (``schema_version`` 1 or 2)
 ``load_turns(path)``                    -> ``(turns, invalid)``; every bad line becomes an ``InvalidTurn``
 ``parse_turn_lines(lines)``             the same on an iterable of strings or bytes
 ``iter_turns(path)``                    streams ``Turn`` / ``InvalidTurn`` records line by line
 ``split_segments(turn)``                bundled questions -> ``Segment`` records (``turn_id#k``)
 ``trajectory_facts(turn)``              -> ``TrajectoryFacts`` (what the deterministic caps read)
-``turn_json_schema()``                  the JSON Schema of one evidence line
+``turn_json_schema()``                  the JSON Schema of one evidence line (both versions)
+
+Schema versions
+---------------
+Version 2 is a backwards-compatible extension for evidence imported from tracing tools, which record
+neither a full row count nor a truncation flag and may store sanitised query text:
+
+* ``row_count: null`` on an ``ok`` SQL step means *unknown* (in version 1 it means "the stored rows are
+  the whole result"); :attr:`SqlStep.row_count_known` says which, :attr:`SqlStep.total_rows` is then
+  the number of stored rows (a lower bound);
+* ``sanitized: true`` on a SQL step marks query text whose literals were replaced by ``?``
+  (written only when true, so version-1 lines dump exactly as before).
+
+Version-1 lines load unchanged and mean what they always meant; a version-1 line that uses
+``sanitized`` is invalid (it needs version 2).
 """
 
 from __future__ import annotations
@@ -29,9 +43,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, SerializerFunctionWrapHandler, ValidationError,
+                      field_serializer, model_serializer, model_validator)
 
+#: The evidence schema version whose meaning the verdict cache key records
+#: (:func:`axon_eval.judges.base.cache_key`). It stays 1: a version-2 turn that uses a version-2
+#: feature renders a different view text (so a different view hash and key), and one that does not
+#: renders byte-identically, so cached verdicts keep holding.
 SCHEMA_VERSION = 1
+#: Every schema version ``load_turns`` reads; the newest is written by the trace importers when needed.
+SCHEMA_VERSIONS = (1, 2)
+LATEST_SCHEMA_VERSION = 2
 
 StepStatus = Literal["ok", "error", "timeout", "blocked"]
 #: Statuses that count as a SQL *execution*. ``blocked`` is a guardrail refusal: nothing ran.
@@ -60,7 +82,9 @@ class SqlStep(_Model):
     """One SQL statement the agent submitted, with the snapshot of what came back.
 
     ``rows`` may hold fewer rows than ``row_count`` (captures store a prefix); ``row_count`` is
-    always the full count. A ``blocked`` statement was refused by the guardrail and never ran.
+    the full count. A ``blocked`` statement was refused by the guardrail and never ran. In a
+    schema-version-2 turn ``row_count`` may be ``null`` on an ``ok`` step, meaning the full count is
+    unknown (:attr:`row_count_known`), and ``sanitized`` marks query text with ``?`` for literals.
     """
 
     kind: Literal["sql"] = "sql"
@@ -71,6 +95,19 @@ class SqlStep(_Model):
     rows: list[list[Any]] = Field(default_factory=list)
     row_count: int | None = Field(default=None, ge=0)
     elapsed_ms: int | float | None = Field(default=None, ge=0)
+    sanitized: bool = Field(
+        default=False,
+        description="Schema version 2: the query text is sanitised (literals replaced by ?). Written only when true.")
+
+    #: set by :class:`Turn` (schema version 2, ``ok`` step, ``row_count`` null): the full count is unknown
+    _count_unknown: bool = PrivateAttr(default=False)
+
+    @model_serializer(mode="wrap")
+    def _drop_default_flag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if isinstance(data, dict) and not data.get("sanitized"):
+            data.pop("sanitized", None)  # version-1 dumps stay exactly as they were
+        return data
 
     @model_validator(mode="after")
     def _check_shape(self) -> SqlStep:
@@ -89,8 +126,14 @@ class SqlStep(_Model):
         return self
 
     @property
+    def row_count_known(self) -> bool:
+        """False only for an ``ok`` step of a schema-version-2 turn whose ``row_count`` is null."""
+        return not self._count_unknown
+
+    @property
     def total_rows(self) -> int:
-        """Full result size: ``row_count`` when captured, else the number of stored rows."""
+        """Full result size: ``row_count`` when captured, else the number of stored rows (when the count
+        is unknown, :attr:`row_count_known` is false and this is only a lower bound)."""
         return self.row_count if self.row_count is not None else len(self.rows)
 
 
@@ -100,7 +143,7 @@ Step = Annotated[ToolStep | SqlStep, Field(discriminator="kind")]
 class Turn(_Model):
     """One captured turn (DESIGN §3). ``answer`` is ``None`` when no answer text was captured."""
 
-    schema_version: Literal[1]
+    schema_version: Literal[1, 2]
     turn_id: str = Field(min_length=1, pattern=r"^[^#\s]+$")
     captured_at: datetime
     region: str = Field(min_length=1)
@@ -119,6 +162,13 @@ class Turn(_Model):
             raise ValueError("captured_at must carry a timezone (use ...Z for UTC)")
         if self.segments is not None and (not self.segments or any(not s.strip() for s in self.segments)):
             raise ValueError("segments, when given, must be a non-empty list of non-empty questions")
+        for i, step in enumerate(self.steps):
+            if not isinstance(step, SqlStep):
+                continue
+            if self.schema_version == 1 and step.sanitized:
+                raise ValueError(f"steps.{i}: 'sanitized' needs schema_version 2")
+            # version 2: a null row count on a statement that returned rows means "unknown"
+            step._count_unknown = self.schema_version >= 2 and step.status == "ok" and step.row_count is None
         return self
 
     @field_serializer("captured_at")
@@ -139,7 +189,7 @@ def turn_json_schema() -> dict[str, Any]:
     """JSON Schema (draft 2020-12) of one evidence line, as emitted by ``python -m axon_eval schema``."""
     schema = Turn.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "axon_eval captured turn (schema_version 1)"
+    schema["title"] = "axon_eval captured turn (schema_version 1 or 2)"
     return schema
 
 

@@ -39,6 +39,12 @@ spent (:data:`~axon_eval.rubric.ROW_SAMPLERS`, each versioned):
     view says so and makes no claim about the rows it never had.
 
 With ``row_horizon=0`` no row is shown (counts only); ``row_horizon=None`` shows every stored row.
+
+Imported evidence (schema version 2) may not know a statement's full row count: the view then says
+``row count unknown`` instead of a total, and the ``evidence`` sampler makes no claim about rows it
+never had. A statement whose query text was sanitised (``?`` for literals) carries the line
+``query text sanitised`` under its SQL. Neither line can occur in version-1 evidence, whose views are
+unchanged.
 A result no larger than the budget is shown whole, and then both samplers render the same text (so a
 verdict cached for it serves both).
 
@@ -291,11 +297,12 @@ class RowSelection:
     positions: tuple[int, ...]
     reasons: tuple[str, ...]
     mentions: tuple[MentionCoverage, ...]
+    count_known: bool = True
 
     @property
     def searched_all(self) -> bool:
         """True when the capture stored every row, so the mention search covered the whole result."""
-        return self.stored == self.total
+        return self.count_known and self.stored == self.total
 
     @property
     def complete_mentions(self) -> tuple[str, ...]:
@@ -320,7 +327,7 @@ def _numeric_columns(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> l
 
 
 def select_evidence_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], total: int, budget: int,
-                         mentions: Sequence[Mention]) -> RowSelection:
+                         mentions: Sequence[Mention], count_known: bool = True) -> RowSelection:
     """The ``evidence`` sampler (v1) on one statement: at most ``budget`` of the stored ``rows``.
 
     ``total`` is the statement's full row count (>= ``len(rows)``). The priority order is the module
@@ -347,7 +354,7 @@ def select_evidence_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], 
         for i in range(min(max(1, budget // 4), n)):
             add(i, "first")
         if n:
-            add(n - 1, "last" if n == total else "last stored")
+            add(n - 1, "last" if n == total and count_known else "last stored")
         for k in sorted(range(len(mentions)), key=lambda k: (len(holdings[k]), k)):
             held = holdings[k]
             unseen = [i for i in held if i not in chosen]
@@ -372,7 +379,7 @@ def select_evidence_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], 
     coverage = tuple(MentionCoverage(m, len(h), sum(1 for i in h if i in shown)) for m, h in zip(mentions, holdings))
     return RowSelection(sampler="evidence", version=ROW_SAMPLERS["evidence"], budget=budget, total=total,
                         stored=n, positions=positions, reasons=tuple(chosen[i] for i in positions),
-                        mentions=coverage)
+                        mentions=coverage, count_known=count_known)
 
 
 def _spans(positions: Sequence[int]) -> str:
@@ -404,6 +411,10 @@ def _selection_lines(sel: RowSelection) -> list[str]:
     for pos, reason in zip(sel.positions, sel.reasons):
         groups.setdefault(_reason_group(reason), []).append(pos)
     why = ", ".join(f"{_spans(pos)} {group}" for group, pos in groups.items())
+    if not sel.count_known:
+        return [f"  rows: showing {len(sel.positions)} of {sel.stored} captured rows, row count unknown, a sample "
+                f"(evidence v{sel.version}) at positions {why}",
+                "  the full row count was not recorded; rows beyond those captured were never seen or searched"]
     lines = [f"  rows: showing {len(sel.positions)} of {sel.total} rows, a sample (evidence v{sel.version}) "
              f"at positions {why}"]
     if not sel.searched_all:
@@ -428,7 +439,7 @@ class EvidenceView:
 
     ``steps`` are copies of the turn's steps where each SQL step's ``rows`` are the shown rows (in
     their original order) and ``row_count`` is the full result size (``SqlStep.total_rows`` of the
-    original). ``answer`` is ``None`` when no answer text was captured. ``question`` is this
+    original; ``None`` when the count is unknown, see ``SqlStep.row_count_known``). ``answer`` is ``None`` when no answer text was captured. ``question`` is this
     segment's question; ``full_question`` is the whole relayed message of the turn. ``row_horizon``
     is the row budget per statement (for ``render_view(..., None)``: the largest number of stored
     rows of any statement, i.e. everything). ``row_selections`` is aligned with ``steps``: the
@@ -476,7 +487,7 @@ def _shown_positions(step: SqlStep, horizon: int, sampler: str,
     stored = len(step.rows)
     if sampler == "head" or horizon >= stored or horizon == 0:
         return tuple(range(min(horizon, stored))), None
-    sel = select_evidence_rows(step.columns, step.rows, step.total_rows, horizon, mentions)
+    sel = select_evidence_rows(step.columns, step.rows, step.total_rows, horizon, mentions, step.row_count_known)
     return sel.positions, sel
 
 
@@ -497,13 +508,19 @@ def _render_sql(number: int, step: SqlStep, positions: Sequence[int], selection:
     total = step.total_rows
     lines = [f"step {number}: sql status={step.status}",
              f"  sql: {encode_value(step.sql)}"]
+    if step.sanitized:
+        lines.append("  query text sanitised: literals were replaced by ? in the capture (filter values unknown)")
     if step.error is not None:
         lines.append(f"  error: {encode_value(step.error)}")
     if step.status == "ok":
         lines.append(f"  columns: {encode_value(step.columns)}")
         if selection is None:
             # the original (head) layout, kept byte-identical
-            lines.append(f"  rows: showing {len(positions)} of {total} rows")
+            if step.row_count_known:
+                lines.append(f"  rows: showing {len(positions)} of {total} rows")
+            else:
+                lines.append(f"  rows: showing {len(positions)} of {len(step.rows)} captured rows; "
+                             "row count unknown (the full result size was not recorded)")
         else:
             lines.extend(_selection_lines(selection))
         lines.extend(f"    {encode_value(step.rows[i])}" for i in positions)
@@ -553,7 +570,7 @@ def render_view(segment: Segment, row_horizon: int | None, row_sampler: str = DE
         positions, selection = _shown_positions(step, horizon, row_sampler, mentions)
         lines.extend(_render_sql(number, step, positions, selection))
         shown_steps.append(step.model_copy(update={"rows": [list(step.rows[i]) for i in positions],
-                                                   "row_count": step.total_rows}))
+                                                   "row_count": step.total_rows if step.row_count_known else None}))
         selections.append(selection)
     if turn.answer is None:
         lines.append(f"answer: {NO_ANSWER_MARKER}")

@@ -135,3 +135,74 @@ def test_event_problems_are_reported(tmp_path):
     assert kinds == ["bad_event", "bad_event", "invalid"]
     assert any("unknown event type 'party'" in x.message for x in result.invalid)
     assert any("duplicate seq" in x.message for x in result.invalid)
+
+
+# -- schema version 2 (imported evidence): unknown row counts, sanitised query text ------------------
+def v2_turn(**step_over):
+    d = turn_dict(schema_version=2)
+    d["steps"][1].update(step_over)
+    return Turn.model_validate(d)
+
+
+def test_version_1_lines_load_and_dump_unchanged(tmp_path):
+    from axon_eval.evidence import SCHEMA_VERSION, SCHEMA_VERSIONS
+
+    assert SCHEMA_VERSION == 1 and SCHEMA_VERSIONS == (1, 2)  # the cache key's version did not move
+    line = json.dumps(turn_dict(), ensure_ascii=False, separators=(", ", ": "))
+    t = Turn.model_validate_json(line)
+    assert t.to_json_line() == Turn.model_validate(turn_dict()).to_json_line()
+    assert "sanitized" not in t.to_json_line() and t.sql_steps[0].row_count_known
+    # in version 1 a null row count still means "the stored rows are the whole result"
+    d = turn_dict()
+    d["steps"][1]["row_count"] = None
+    v1 = Turn.model_validate(d)
+    assert v1.sql_steps[0].row_count_known and v1.sql_steps[0].total_rows == 1
+
+
+def test_version_2_null_row_count_is_unknown_and_round_trips():
+    t = v2_turn(row_count=None, sanitized=True, sql="SELECT team, tries FROM t WHERE year = ?")
+    step = t.sql_steps[0]
+    assert not step.row_count_known and step.total_rows == 1 and step.sanitized
+    line = t.to_json_line()
+    assert '"row_count": null' in line and '"sanitized": true' in line
+    back = Turn.model_validate_json(line)
+    assert back == t and not back.sql_steps[0].row_count_known
+    # a known count, or a failed statement, is not unknown
+    assert v2_turn(row_count=1).sql_steps[0].row_count_known
+    assert v2_turn(status="error", rows=[], columns=[], row_count=None, error="boom").sql_steps[0].row_count_known
+
+
+def test_sanitized_needs_version_2():
+    from axon_eval.evidence import parse_turn_lines
+
+    d = turn_dict()
+    d["steps"][1]["sanitized"] = True
+    _, invalid = parse_turn_lines([json.dumps(d)])
+    assert invalid and "schema_version 2" in invalid[0].message
+    d["schema_version"] = 3
+    _, invalid = parse_turn_lines([json.dumps(d)])
+    assert invalid and invalid[0].field == "schema_version"
+
+
+def test_schema_covers_both_versions():
+    schema = turn_json_schema()
+    assert schema["properties"]["schema_version"]["enum"] == [1, 2]
+    assert "sanitized" in schema["$defs"]["SqlStep"]["properties"]
+
+
+def test_view_says_row_count_unknown_and_query_sanitised():
+    from axon_eval.view import render_view
+
+    seg = split_segments(v2_turn(row_count=None, sanitized=True, sql="SELECT team, tries FROM t WHERE year = ?"))[0]
+    head = render_view(seg, 20)
+    assert "row count unknown" in head.text and "query text sanitised" in head.text
+    assert head.steps[1].row_count is None and not head.steps[1].row_count_known
+    rows = [[f"team {i}", i] for i in range(30)]
+    seg = split_segments(v2_turn(row_count=None, rows=rows))[0]
+    ev = render_view(seg, 5, "evidence")
+    assert "row count unknown" in ev.text and "searched all" not in ev.text
+    assert ev.row_selections[1] is not None and not ev.row_selections[1].searched_all
+    # the same turn as version 1 with a known count renders the version-1 text (no new lines)
+    known = render_view(split_segments(Turn.model_validate(turn_dict()))[0], 20)
+    assert "unknown" not in known.text and "sanitised" not in known.text
+    assert render_view(split_segments(v2_turn(row_count=1))[0], 20).text == known.text
