@@ -48,12 +48,20 @@ class StepInfo:
 
     index: int
     step: SqlStep
-    sql: SqlAnalysis
+    #: the statement's analysis; ``None`` until first read for a statement that did not succeed
+    #: (a failed or blocked statement is parsed only when a check needs it)
+    analysis: SqlAnalysis | None
     shown: int
     total: int
     text: str  # lower-case text of the shown rows
     #: the evidence sampler's selection of this statement's rows (``None``: the first rows, or all)
     selection: Any = None
+
+    @property
+    def sql(self) -> SqlAnalysis:
+        if self.analysis is None:
+            self.analysis = analyse_sql(self.step.sql)
+        return self.analysis
 
     @property
     def truncated(self) -> bool:
@@ -212,7 +220,7 @@ def build_evidence(view: Any, lexicon: Lexicon = DEFAULT) -> Evidence:
                 cells.append(Cell(float(len(indented)), (), "tool", number))
             dates.update(d.token for d in extract_dates(out))
             continue
-        sql = analyse_sql(step.sql)
+        sql = analyse_sql(step.sql) if step.status == "ok" else None
         rows = step.rows
         shown = len(rows)
         total = step.row_count if step.row_count is not None else shown
