@@ -1,0 +1,273 @@
+"""axon_eval.stats.recalibration: known answers.
+
+* least squares recovers the weights that generated the data through the scorer itself (``score_arrays``:
+  renormalised null faithfulness, caps, rounding), inside the simplex and on its edge;
+* the ordinal model recovers a known ordering of coefficients from synthetic proportional-odds data, turns
+  a negative coefficient into weight 0, drops a constant subscore and flags separation;
+* cross-validation uses the same seeded, stratified folds for every method (checked against fits redone by
+  hand on each fold's complement);
+* the (10, 10, 10, 0) case: 80 good under axon-v1, 49 poor under axon-v1-faithcap, 100 * (1 - w_f) otherwise;
+* proposals: YAML that ``extends: axon-v1``, loads as a Rubric with the proposal's id, never written into
+  the package or over a file.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from axon_eval.labels import load_labels
+from axon_eval.rubric import BANDS, CAP_FACTS, DIMENSIONS, Rubric
+from axon_eval.scoring import score_arrays
+from axon_eval.stats import cohens_kappa
+from axon_eval.stats import recalibration as rc
+from axon_eval.stats.sensitivity import Segments
+
+AXON = Rubric.default()
+FAITHCAP = Rubric.packaged("axon-v1-faithcap")
+
+
+def synthetic_scorer_data(weights: dict[str, float], n: int = 400, seed: int = 1, *, with_caps: bool = True
+                          ) -> rc.LabelledSegments:
+    """Random integer subscores (a fifth of faithfulness null), some capped trajectories; y = the scorer's
+    score under ``weights`` (rounded to 0.1, capped), verdict = its band."""
+    rng = np.random.default_rng(seed)
+    subs = rng.integers(0, 11, size=(n, 4)).astype(float)
+    subs[rng.random(n) < 0.2, 3] = np.nan
+    facts = np.zeros((n, 3), dtype=bool)
+    if with_caps:
+        facts[rng.random(n) < 0.05, 0] = True
+        facts[rng.random(n) < 0.10, 1] = True
+    _raw, score, code = score_arrays(subs, facts, AXON.with_weights(weights))
+    return rc.LabelledSegments.from_arrays(subs, [BANDS[c] for c in code], facts=facts, y=score)
+
+
+# -- data -----------------------------------------------------------------------------------------------
+def test_band_targets_are_band_midpoints():
+    assert rc.band_targets() == {"good": 90.0, "partial": 65.0, "poor": 25.0}
+    other = AXON.replace(bands={"good": 70, "partial": 40})
+    assert rc.band_targets(other) == {"good": 85.0, "partial": 55.0, "poor": 20.0}
+
+
+def test_predicted_scores_match_the_scorer_with_null_faithfulness():
+    data = synthetic_scorer_data({"intent_understood": 0.4, "sql_quality": 0.1, "result_relevance": 0.3,
+                                  "answer_faithfulness": 0.2})
+    w = {"intent_understood": 0.1, "sql_quality": 0.2, "result_relevance": 0.3, "answer_faithfulness": 0.4}
+    raw, _score, _code = score_arrays(data.subscores, data.facts, AXON.with_weights(w))
+    assert rc.predicted_scores(data, w, AXON, apply_caps=False) == pytest.approx(raw, abs=1e-9)
+    capped = rc.predicted_scores(data, w, AXON)
+    assert capped[data.facts[:, 0]].max() <= 25 and capped[data.facts[:, 1]].max() <= 70
+    # one null-faithfulness row by hand: (6, 8, 4, null) -> 10 * (.1*6 + .2*8 + .3*4) / .6
+    one = rc.LabelledSegments.from_arrays([[6, 8, 4, np.nan]], ["partial"])
+    assert rc.predicted_scores(one, w)[0] == pytest.approx(10 * (0.6 + 1.6 + 1.2) / 0.6)
+
+
+def test_labelled_segments_join_on_segment_id():
+    subs = np.array([[10, 10, 10, 10], [5, 5, 5, np.nan], [0, 0, 0, 0]], dtype=float)
+    seg = Segments.from_arrays(subs, np.zeros((3, 3), dtype=bool), segment_ids=["a", "b", "z"])
+    labels = pd.DataFrame({"segment_id": ["a", "b", "c"], "verdict": ["good", "partial", "poor"]})
+    data = rc.labelled_segments(seg, labels)
+    assert list(data.segment_ids) == ["a", "b"] and list(data.y) == [90.0, 65.0]
+    assert data.n_unlabelled == 1 and data.n_labels_unmatched == 1
+    with pytest.raises(ValueError, match="no judged segment has a label"):
+        rc.labelled_segments(seg, labels.assign(segment_id=["x", "y", "w"]))
+
+
+# -- (a) least squares -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("true", [
+    {"intent_understood": 0.4, "sql_quality": 0.1, "result_relevance": 0.3, "answer_faithfulness": 0.2},
+    {"intent_understood": 0.5, "sql_quality": 0.0, "result_relevance": 0.15, "answer_faithfulness": 0.35},
+])
+def test_least_squares_recovers_the_weights_that_generated_the_scores(true):
+    data = synthetic_scorer_data(true)
+    fit = rc.fit_least_squares(data, AXON)
+    assert fit.converged
+    assert [fit.weights[d] for d in DIMENSIONS] == pytest.approx([true[d] for d in DIMENSIONS], abs=2e-3)
+    assert sum(fit.weights.values()) == pytest.approx(1.0) and min(fit.weights.values()) >= 0
+    assert fit.rmse < 0.05  # only the scorer's rounding to 0.1 is left
+    assert fit.n_capped > 0  # capped rows were present, and the weights could not move them
+
+
+def test_least_squares_exact_without_rounding():
+    true = {"intent_understood": 0.25, "sql_quality": 0.35, "result_relevance": 0.1, "answer_faithfulness": 0.3}
+    base = synthetic_scorer_data(true, with_caps=False)
+    exact = rc.predicted_scores(base, true, AXON)
+    data = rc.LabelledSegments.from_arrays(base.subscores, base.verdict, y=exact)
+    fit = rc.fit_least_squares(data, AXON)
+    assert [fit.weights[d] for d in DIMENSIONS] == pytest.approx([true[d] for d in DIMENSIONS], abs=1e-5)
+    assert fit.rmse == pytest.approx(0.0, abs=1e-3)
+
+
+# -- (b) ordinal -------------------------------------------------------------------------------------------
+def ordinal_data(beta: list[float], n: int = 3000, seed: int = 2, constant: int | None = None) -> rc.LabelledSegments:
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 11, size=(n, 4)).astype(float)
+    if constant is not None:
+        x[:, constant] = 10.0
+    eta = x @ np.array(beta) + rng.logistic(size=n)
+    codes = np.digitize(eta, np.quantile(eta, [0.3, 0.7]))  # 0 poor, 1 partial, 2 good
+    return rc.LabelledSegments.from_arrays(x, [rc.ORDINAL_ORDER[c] for c in codes])
+
+
+def test_ordinal_recovers_a_known_ordering():
+    beta = [0.9, 0.3, 0.6, 0.05]
+    fit = rc.fit_ordinal(ordinal_data(beta), AXON)
+    b = fit.coefficients
+    assert fit.converged and not fit.separation_suspected and fit.n == 3000
+    assert b["intent_understood"] > b["result_relevance"] > b["sql_quality"] > b["answer_faithfulness"] > -0.1
+    for d, true in zip(DIMENSIONS, beta, strict=True):
+        assert abs(b[d] - true) < 4 * fit.std_errors[d] + 0.02, d
+    expected = np.array(beta) / sum(beta)
+    assert [fit.weights[d] for d in DIMENSIONS] == pytest.approx(expected, abs=0.03)
+    assert list(fit.thresholds) == ["poor/partial", "partial/good"]
+    assert fit.thresholds["poor/partial"] < fit.thresholds["partial/good"]
+
+
+def test_ordinal_negative_coefficient_and_constant_subscore_get_weight_zero():
+    fit = rc.fit_ordinal(ordinal_data([1.0, -0.5, 0.5, 0.5]), AXON)
+    assert fit.negative == ["sql_quality"] and fit.weights["sql_quality"] == 0.0
+    assert fit.coefficients["sql_quality"] < 0
+    assert sum(fit.weights.values()) == pytest.approx(1.0)
+    dropped = rc.fit_ordinal(ordinal_data([1.0, 0.4, 0.5, 0.5], constant=1), AXON)
+    assert dropped.dropped == ["sql_quality"] and dropped.coefficients["sql_quality"] is None
+    assert dropped.weights["sql_quality"] == 0.0
+
+
+def test_ordinal_flags_separation_and_imputes_null_faithfulness():
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 11, size=(200, 4)).astype(float)
+    verdict = np.where(x[:, 0] >= 8, "good", np.where(x[:, 0] >= 4, "partial", "poor"))  # intent sorts perfectly
+    fit = rc.fit_ordinal(rc.LabelledSegments.from_arrays(x, verdict), AXON)
+    assert fit.separation_suspected
+    x[:10, 3] = np.nan
+    data = rc.LabelledSegments.from_arrays(x, verdict)
+    exog, endog, n_capped, n_imputed = rc.ordinal_design(data, AXON)
+    assert n_imputed == 10 and n_capped == 0 and list(endog.cat.categories) == ["poor", "partial", "good"]
+    # the imputed value is axon-v1's renormalised mean of the other three: the score is unchanged
+    row = x[0]
+    assert exog.iloc[0, 3] == pytest.approx((0.30 * row[0] + 0.25 * row[1] + 0.25 * row[2]) / 0.80)
+
+
+def test_ordinal_leaves_capped_segments_out():
+    data = ordinal_data([0.9, 0.3, 0.6, 0.05], n=300)
+    facts = np.zeros((300, 3), dtype=bool)
+    facts[:30, 2] = True
+    capped = rc.LabelledSegments(data.segment_ids, data.subscores, facts, data.verdict, data.y, data.targets)
+    fit = rc.fit_ordinal(capped, AXON)
+    assert fit.n == 270 and fit.n_excluded_capped == 30
+    assert rc.fit_ordinal(capped, AXON, exclude_capped=False).n == 300
+
+
+# -- (c) cross-validation ------------------------------------------------------------------------------------
+def test_cv_folds_are_seeded_stratified_and_balanced():
+    verdict = ["good"] * 38 + ["partial"] * 39 + ["poor"] * 20
+    folds = rc.cv_folds(verdict, 5, seed=0)
+    assert np.array_equal(folds, rc.cv_folds(verdict, 5, seed=0))
+    assert not np.array_equal(folds, rc.cv_folds(verdict, 5, seed=1))
+    sizes = np.bincount(folds)
+    assert sizes.max() - sizes.min() <= 1 and sizes.sum() == 97
+    for band, count in (("good", 38), ("partial", 39), ("poor", 20)):
+        per = np.bincount(folds[np.array(verdict) == band], minlength=5)
+        assert per.max() - per.min() <= 1 and per.sum() == count
+    with pytest.raises(ValueError):
+        rc.cv_folds(verdict, 1)
+
+
+def test_cross_validation_uses_the_same_folds_for_every_method():
+    true = {"intent_understood": 0.2, "sql_quality": 0.2, "result_relevance": 0.2, "answer_faithfulness": 0.4}
+    data = synthetic_scorer_data(true, n=150, seed=5)
+    data = rc.LabelledSegments.from_arrays(data.subscores, data.verdict, facts=data.facts)  # y = band midpoints
+    cv = rc.cross_validate(data, AXON, n_folds=4, seed=7, references={"axon-v1-faithcap": FAITHCAP})
+    folds = rc.cv_folds(data.verdict, 4, seed=7)
+    assert np.array_equal(cv.folds, folds) and np.array_equal(cv.predictions["fold"], folds)
+    methods = ["nominal", "least_squares", "ordinal", "axon-v1-faithcap"]
+    assert list(cv.summary.index) == methods
+    n_test = cv.per_fold.pivot(index="fold", columns="method", values="n_test")
+    assert (n_test.nunique(axis=1) == 1).all() and list(n_test["nominal"]) == list(np.bincount(folds))
+    for k in range(4):
+        train = data.subset(np.flatnonzero(folds != k))
+        held = data.subset(np.flatnonzero(folds == k))
+        row = cv.per_fold.set_index(["method", "fold"])
+        lsq = rc.fit_least_squares(train, AXON)
+        assert [row.loc[("least_squares", k), f"w_{d}"] for d in DIMENSIONS] == pytest.approx(
+            [lsq.weights[d] for d in DIMENSIONS])
+        ordf = rc.fit_ordinal(train, AXON)
+        assert [row.loc[("ordinal", k), f"w_{d}"] for d in DIMENSIONS] == pytest.approx(
+            [ordf.weights[d] for d in DIMENSIONS])
+        for method, rubric in (("nominal", AXON), ("axon-v1-faithcap", FAITHCAP),
+                               ("least_squares", AXON.with_weights(lsq.weights, normalise=True))):
+            _r, _s, code = score_arrays(held.subscores, held.facts, rubric)
+            assert row.loc[(method, k), "kappa"] == pytest.approx(cohens_kappa([BANDS[c] for c in code],
+                                                                               list(held.verdict)))
+    summary = cv.summary.loc["nominal"]
+    assert summary["kappa_mean"] == pytest.approx(cv.per_fold.query("method == 'nominal'")["kappa"].mean())
+    assert summary["n_predicted"] == 150
+
+
+# -- (d) proposals -------------------------------------------------------------------------------------------
+def test_round_weights_sum_to_exactly_one():
+    w = rc.round_weights({"intent_understood": 1 / 3, "sql_quality": 1 / 3, "result_relevance": 1 / 3,
+                          "answer_faithfulness": 0.0})
+    assert sum(w.values()) == pytest.approx(1.0, abs=1e-12) and w["answer_faithfulness"] == 0.0
+    assert sorted(w.values()) == [0.0, 0.3333, 0.3333, 0.3334]
+
+
+def test_proposal_extends_axon_v1_and_loads_with_its_id(tmp_path):
+    w = {"intent_understood": 0.26874, "sql_quality": 0.0, "result_relevance": 0.34091, "answer_faithfulness": 0.39035}
+    p = rc.propose_rubric(w, AXON, name="axon-v1-lsq-test", comment="fitted to constructed labels; do not adopt")
+    assert "extends: axon-v1\n" in p.yaml_text and "do not adopt" in p.yaml_text
+    assert p.id != AXON.id and p.rubric.name == "axon-v1-lsq-test"
+    assert p.rubric.caps == AXON.caps and p.rubric.bands == AXON.bands and p.rubric.subscore_caps == ()
+    path = rc.write_proposal(p, tmp_path)
+    assert path == tmp_path / "axon-v1-lsq-test.yaml"
+    loaded = Rubric.from_yaml(path)
+    assert loaded.id == p.id and loaded.weights.as_dict() == p.weights
+    with pytest.raises(FileExistsError):
+        rc.write_proposal(p, tmp_path)
+    package = Path(str(resources.files("axon_eval")))
+    with pytest.raises(ValueError, match="inside the package"):
+        rc.write_proposal(p, package / "rubrics")
+    assert not (package / "rubrics" / "axon-v1-lsq-test.yaml").exists()
+    with pytest.raises(ValueError, match="name of its own"):
+        rc.propose_rubric(w, AXON, name="axon-v1")
+    # a faithcap base keeps its subscore cap through extends
+    fc = rc.propose_rubric(w, FAITHCAP, name="faithcap-refit")
+    assert "extends: axon-v1-faithcap" in fc.yaml_text and fc.rubric.subscore_caps == FAITHCAP.subscore_caps
+
+
+# -- (e) perfect retrieval, fabricated answer ------------------------------------------------------------------
+def test_fabricated_answer_is_good_under_axon_v1_and_poor_under_the_faithfulness_cap():
+    w = {"intent_understood": 0.3, "sql_quality": 0.2, "result_relevance": 0.2, "answer_faithfulness": 0.3}
+    table = rc.fabricated_answer_table({"axon-v1": AXON, "faithcap": FAITHCAP, "refit": AXON.with_weights(w)})
+    rows = table.set_index("rubric")
+    assert (rows.loc["axon-v1", "score"], rows.loc["axon-v1", "band"]) == (80.0, "good")
+    assert (rows.loc["faithcap", "score"], rows.loc["faithcap", "band"]) == (49.0, "poor")
+    assert rows.loc["faithcap", "caps_applied"] == "answer_faithfulness_at_or_below_3"
+    assert (rows.loc["refit", "score"], rows.loc["refit", "band"]) == (70.0, "partial")  # 100 * (1 - 0.3)
+
+
+# -- the study record -------------------------------------------------------------------------------------------
+def test_study_record_to_json_on_the_constructed_labels():
+    labels = load_labels(Path(__file__).resolve().parents[1] / "data" / "turns" / "labels.csv")
+    # subscores at the middle of each labelled range (null faithfulness stays null): a stand-in judge
+    subs = np.column_stack([((labels[f"{d}_min"].astype(float) + labels[f"{d}_max"].astype(float)) / 2).to_numpy()
+                            for d in DIMENSIONS])
+    seg = Segments.from_arrays(subs, np.zeros((len(labels), len(CAP_FACTS)), dtype=bool),
+                               segment_ids=labels["segment_id"].tolist())
+    study = rc.recalibration_study(rc.labelled_segments(seg, labels), AXON, n_folds=3, seed=0)
+    out = study.to_json()
+    json.dumps(out)
+    assert {"n", "n_folds", "seed", "fitted_weights", "cv_kappa", "nominal_weights", "fabricated_10_10_10_0",
+            "labels_note", "do_not_adopt", "in_sample_kappa", "least_squares", "ordinal"} <= set(out)
+    assert out["n"] == len(labels) and out["n_folds"] == 3
+    assert set(out["fitted_weights"]) == {"least_squares", "ordinal"}
+    assert set(out["cv_kappa"]) == {"nominal", "least_squares", "ordinal", "axon-v1-faithcap"}
+    assert all(len(v["per_fold"]) == 3 for v in out["cv_kappa"].values())
+    fab = {r["rubric"]: (r["score"], r["band"]) for r in out["fabricated_10_10_10_0"]}
+    assert fab["nominal"] == (80.0, "good") and fab["axon-v1-faithcap"] == (49.0, "poor")
+    assert study.weights_table().shape == (4, 3) and "kappa_in_sample" in study.cv_table()
