@@ -29,20 +29,19 @@ from __future__ import annotations
 
 import gzip
 import html
-import ipaddress
 import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import pandas as pd
 
 from .rubric import BANDS, CAP_FACTS, DIMENSIONS, Rubric
 from .runs import Run, atomic_write_text
+from .urls import InvalidEndpoint, is_loopback_url, mask_url, sanitize_url
 from .summaries import (
     JUDGED,
     MixedResultsError,
@@ -183,34 +182,19 @@ def manifest_fields(manifest: Any) -> dict[str, Any]:
 
 
 def strip_credentials(url: str) -> str:
-    """``url`` without any ``user:password@`` part (never shown, never stored)."""
+    """An endpoint as shown in a banner: its identity without credentials, query or fragment
+    (:func:`axon_eval.urls.sanitize_url`), or, for a malformed URL, with its credentials masked."""
     try:
-        parts = urlsplit(url)
-    except ValueError:
-        return url
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = (f"[{host}]" if ":" in host else host) + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+        return sanitize_url(url)
+    except InvalidEndpoint:
+        return mask_url(url)
 
 
 def is_local_url(url: str | None) -> bool:
-    """True when ``url`` points at this machine: ``localhost`` (or ``*.localhost``), a loopback IP, or
-    the unspecified address ``0.0.0.0`` / ``::``."""
+    """True when ``url`` (with or without a scheme) points at this machine (:func:`axon_eval.urls.is_loopback_url`)."""
     if not url:
         return False
-    try:
-        host = (urlsplit(url if "//" in url else f"//{url}").hostname or "").lower()
-    except ValueError:
-        return False
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return address.is_loopback or address.is_unspecified
+    return is_loopback_url(url if "//" in url else f"//{url}")
 
 
 def local_judge_endpoint(manifest: Any, judge_ids: Iterable[str] = ()) -> str | None:

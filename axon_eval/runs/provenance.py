@@ -4,7 +4,7 @@ Redaction: before anything is written (params, manifest, executed notebooks, err
 environment variable whose *name* looks like a secret (``*KEY*``, ``*TOKEN*``, ``*SECRET*``,
 ``*PASSWORD*``, ``*CREDENTIAL*``, ``*AUTH*``; values of 8 characters or more) is replaced by
 ``<redacted>``, and so are the credentials of any URL (``scheme://user:password@host`` ->
-``scheme://<redacted>@host``, and query parameters named like a secret).
+``scheme://<redacted>@host``, and every query-string value: :func:`axon_eval.urls.redact_urls`).
 
 Package versions: every distribution the installed ``axon-eval`` requires (read from its metadata, i.e.
 the ``dependencies`` of ``pyproject.toml``), plus ``axon_eval`` itself; ``None`` when not installed.
@@ -24,14 +24,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from ..urls import redact_urls
+
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.IGNORECASE)
 _MIN_SECRET_LEN = 8
 REDACTED = "<redacted>"
-#: ``scheme://userinfo@`` in any string: the userinfo part is a credential.
-_URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^/@\s\"'<>]+)@")
-#: ``?api_key=...`` / ``&token=...`` query parameters.
-_URL_SECRET_PARAM = re.compile(r"(?P<name>[?&][A-Za-z0-9_\-]*(?:key|token|secret|password|auth|sig)[A-Za-z0-9_\-]*=)"
-                               r"(?P<value>[^&#\s\"'<>]+)", re.IGNORECASE)
 #: Distribution name of this package.
 DIST_NAME = "axon-eval"
 
@@ -47,8 +44,7 @@ def redact_text(text: str, secrets: list[str] | None = None) -> str:
     for s in (_secret_values() if secrets is None else secrets):
         if s in text:
             text = text.replace(s, REDACTED)
-    text = _URL_USERINFO.sub(lambda m: f"{m['scheme']}{REDACTED}@", text)
-    return _URL_SECRET_PARAM.sub(lambda m: f"{m['name']}{REDACTED}", text)
+    return redact_urls(text)
 
 
 def redact_secrets(value: Any, environ: Mapping[str, str] | None = None) -> Any:
