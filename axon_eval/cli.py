@@ -84,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     from . import runs_cli  # run verbs live beside the run machinery
 
     runs_cli.register(sub)
+    __import__("axon_eval.drift_cli", fromlist=["register"]).register(sub)  # anchor, drift (judge change control)
     return parser
 
 
