@@ -1,0 +1,95 @@
+"""Import real traffic: traces from tracing tools become evidence turns (issue 15).
+
+``import_traces(path, fmt, ...)`` -> :class:`ImportResult` (turns + :class:`ImportReport`);
+``write_import(result, out)`` writes the evidence JSON Lines and ``<out>.import.json``;
+``export_otlp(turns)`` writes our evidence as OTLP JSON (GenAI + database conventions).
+
+Layout: :mod:`.spans` (the neutral span), :mod:`.otlp` (OTLP JSON decoding), one reader per format
+(:mod:`.otel`, :mod:`.openinference`, :mod:`.langfuse`, :mod:`.langsmith`), :mod:`.mapping` (the shared
+rules: one trace -> one turn), :mod:`.export_otel` and :mod:`.cli` (``python -m axon_eval import-traces``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..evidence import Turn
+from . import langfuse, langsmith, openinference, otel
+from .export_otel import export_otlp, write_otlp
+from .mapping import BlockedRule, ImportOptions, ImportReport, build_turns, parse_result
+from .spans import ExportFormatError, SourceSpan, read_json_documents
+
+Reader = Callable[[list[Any]], tuple[list[SourceSpan], dict[str, dict[str, Any]]]]
+FORMATS: dict[str, Reader] = {
+    "otel": otel.read,
+    "openinference": openinference.read,
+    "langfuse": langfuse.read,
+    "langsmith": langsmith.read,
+}
+
+
+@dataclass
+class ImportResult:
+    turns: list[Turn]
+    report: ImportReport
+
+
+def import_documents(docs: list[Any], fmt: str, options: ImportOptions | None = None,
+                     source: str = "<memory>") -> ImportResult:
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown trace format {fmt!r}; expected one of {sorted(FORMATS)}")
+    options = options or ImportOptions()
+    spans, meta = FORMATS[fmt](docs)
+    report = ImportReport(format=fmt, source=source, options={
+        "sql_tools": list(options.sql_tools), "blocked_when": [str(r) for r in options.blocked_when],
+        "client_attrs": list(options.client_attrs), "surface_attrs": list(options.surface_attrs),
+        "region_attrs": list(options.region_attrs)})
+    turns = build_turns(spans, options, report, meta)
+    return ImportResult(turns, report)
+
+
+def import_traces(path: str | Path, fmt: str, options: ImportOptions | None = None, *,
+                  sql_tools: Iterable[str] = (), blocked_when: Iterable[str] = ()) -> ImportResult:
+    """Read an export file of ``fmt`` and map it to turns (see :mod:`.mapping` for the rules).
+
+    Raises ``FileNotFoundError`` / :class:`ExportFormatError` (a ``ValueError``) when the file cannot be
+    read as that format at all; a trace that cannot become a turn is in ``report.not_turns``.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"{p}: no such export file")
+    if options is None:
+        options = ImportOptions.make(sql_tools=sql_tools, blocked_when=blocked_when)
+    docs, problems = read_json_documents(p.read_text(encoding="utf-8-sig"))
+    result = import_documents(docs, fmt, options, source=str(p))
+    result.report.unreadable.extend(problems)
+    return result
+
+
+def report_path(out: str | Path) -> Path:
+    """``TURNS.jsonl`` -> ``TURNS.import.json``."""
+    p = Path(out)
+    return p.with_name((p.name[:-len(".jsonl")] if p.name.endswith(".jsonl") else p.name) + ".import.json")
+
+
+def write_import(result: ImportResult, out: str | Path) -> Path:
+    """Write the turns as evidence JSON Lines to ``out`` and the report beside it; returns the report path."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", encoding="utf-8") as fh:
+        for t in result.turns:
+            fh.write(t.to_json_line() + "\n")
+    result.report.out = str(out)
+    rp = report_path(out)
+    rp.write_text(json.dumps(result.report.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n",
+                  encoding="utf-8")
+    return rp
+
+
+__all__ = ["FORMATS", "BlockedRule", "ExportFormatError", "ImportOptions", "ImportReport", "ImportResult",
+           "export_otlp", "import_documents", "import_traces", "parse_result", "report_path", "write_import",
+           "write_otlp"]
