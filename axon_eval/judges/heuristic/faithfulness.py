@@ -148,7 +148,11 @@ def check_faithfulness(profile: QuestionProfile, evidence: Evidence, answer: str
                 status, reason = (UNSUPPORTED if derived.startswith("sign") else SUPPORTED), derived
         if status == UNSUPPORTED and trunc and not reason.startswith(("sign", "scale")):
             a, b = sentence_of(m.start)
-            if _may_count_rows(m, evidence):
+            named_rows = rows_for(m.start)
+            if named_rows and evidence.entities_complete(answer[a:b]) and float(m.value).is_integer() \
+                    and int(m.value) == len(named_rows):
+                status, reason = SUPPORTED, "counts the rows of what the sentence names (every such row is shown)"
+            elif _may_count_rows(m, evidence):
                 status, reason = UNVERIFIABLE, "not in the shown rows; may lie beyond the row horizon"
             elif evidence.searched_absent(m.token):
                 reason = "no row of the result holds it (a search of every row)"

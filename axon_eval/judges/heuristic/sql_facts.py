@@ -314,7 +314,8 @@ def measure_in_sql(measure: str, sql: SqlAnalysis, lexicon: Lexicon = DEFAULT) -
     literal_parts = [p for lit in sql.literals for p in _parts(lit)]
     # a table's name computes a measure only when its rows are counted ("how many orders": COUNT(*)
     # FROM orders); a summed measure must be a column, a function or a literal
-    parts = sql.identifiers - sql.table_parts if "count" not in sql.aggregates else sql.identifiers
+    # (a listing of a table's rows also shows them: no aggregate at all)
+    parts = sql.identifiers if (not sql.aggregates or "count" in sql.aggregates) else sql.identifiers - sql.table_parts
     if hit(parts) or hit(literal_parts):
         return "computed"
     if hit(sql.aliases):

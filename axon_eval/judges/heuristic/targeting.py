@@ -355,6 +355,19 @@ def _answer_takes_first_row(info: StepInfo, answer: str | None) -> bool:
     return not others or hits[0][0] < min(others)
 
 
+def _entity_columns(info: StepInfo, entity: str) -> list[str]:
+    """Result columns holding names shaped like ``entity`` (capitalised, as many words): the column a
+    filter on the entity itself would select by."""
+    n_words = len(entity.split())
+    out = []
+    for j, c in enumerate(info.step.columns):
+        values = [row[j] for row in info.step.rows[:50] if j < len(row) and isinstance(row[j], str)]
+        if values and sum(1 for v in values if v[:1].isupper() and len(v.split()) == n_words
+                          and not v.isupper()) >= max(1, len(values) // 2):
+            out.append(c)
+    return out
+
+
 def _coded_cell(profile: QuestionProfile, info: StepInfo, entity: str) -> str:
     """A short code in the rows (``TX``) that stands for the asked entity (``Texas``), or ``""``."""
     seen: set[str] = set()
@@ -441,6 +454,13 @@ def assess_targeting(profile: QuestionProfile, info: StepInfo, horizon: int,
             shown = sorted(_names_for_filter(info, f, other_steps))[:3]
             t.wrong_scope.append(f"the question names {ent} but the SQL filters {f.column} = {_quote_lit(f)}, "
                                  f"which the rows show as {', '.join(shown)}")
+        elif any(f.is_code for f in specific) and _entity_columns(info, ent) and not any(
+                set(_parts(f.column)) & set(_parts(c)) for f in specific if f.is_code for c in _entity_columns(info, ent)):
+            # the rows list things of the entity's kind in another column: the code filter does not
+            # stand for the entity, it narrows the set the entity belongs to
+            f = next(f for f in specific if f.is_code)
+            t.narrowing.append(f"the filter {f.column} = {_quote_lit(f)} is not in the question and narrows the set "
+                               f"({ent} is not in the rows)")
         elif any(f.is_code for f in specific):
             f = next(f for f in specific if f.is_code)
             t.unverifiable.append(f"the filter {f.column} = {_quote_lit(f)} is a code the judge cannot map to "
