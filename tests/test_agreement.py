@@ -168,3 +168,181 @@ def test_mixed_judge_ids_are_refused(labels):
 def test_missing_columns_are_named(labels):
     with pytest.raises(ValueError, match="judge_verdict"):
         label_agreement(results().drop(columns=["judge_verdict"]), labels)
+
+
+# ---------------------------------------------------------------------------------------------
+# judge-to-human calibration (issue 13): known answers from scikit-learn, statsmodels, scipy and
+# the krippendorff package's published examples
+# ---------------------------------------------------------------------------------------------
+from scipy.stats import spearmanr  # noqa: E402
+from sklearn.metrics import cohen_kappa_score  # noqa: E402
+
+from axon_eval.stats import (  # noqa: E402
+    GATE_THRESHOLD,
+    Estimate,
+    calibration_agreement,
+    calibration_gate,
+    consensus,
+    kappa_estimate,
+    kappa_from_codes,
+    kappa_half_width,
+    kappa_sample_size,
+    rater_alpha,
+    rho_estimate,
+    rho_half_width,
+    rho_sample_size,
+    sample_size_plan,
+    stratum_agreement,
+)
+from axon_eval.stats.agreement import band_codes  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(BANDS), st.sampled_from(BANDS)), min_size=2, max_size=80))
+def test_kappa_from_codes_matches_scikit_learn(pairs):
+    a, b = [p[0] for p in pairs], [p[1] for p in pairs]
+    ca, cb = band_codes(a), band_codes(b)
+    if len(set(a) | set(b)) < 2:
+        assert np.isnan(kappa_from_codes(ca, cb))
+        return
+    for weights in (None, "linear", "quadratic"):
+        ours = kappa_from_codes(ca, cb, weights=weights)
+        expected = cohen_kappa_score(ca, cb, labels=[0, 1, 2], weights=weights)
+        if np.isnan(expected):
+            assert np.isnan(ours)
+        else:
+            assert ours == pytest.approx(expected, abs=1e-12)
+        assert ours == pytest.approx(cohens_kappa(a, b, weights=weights), abs=1e-12, nan_ok=True)
+
+
+def test_design_weighted_kappa_equals_kappa_of_repeated_rows():
+    a, b = band_codes(["good", "poor", "partial", "good"]), band_codes(["good", "partial", "partial", "poor"])
+    w = np.array([1, 3, 2, 1])
+    expanded = (np.repeat(a, w), np.repeat(b, w))
+    assert kappa_from_codes(a, b, sample_weight=w) == pytest.approx(cohen_kappa_score(*expanded))
+
+
+def test_kappa_estimate_asymptotic_se_is_statsmodels_and_bootstrap_is_seeded():
+    a = ["good"] * 25 + ["poor"] * 25  # Wikipedia's worked example on two of the bands: kappa 0.4
+    b = ["good"] * 20 + ["poor"] * 5 + ["good"] * 10 + ["poor"] * 15
+    est = kappa_estimate(a, b, n_boot=400, seed=3)
+    assert est.value == pytest.approx(0.4)
+    table = np.array([[20, 0, 5], [0, 0, 0], [10, 0, 15]])
+    assert est.asymptotic_se == pytest.approx(sm_kappa(table, return_results=True)["std_kappa"])
+    assert est.asymptotic_ci == pytest.approx((0.4 - 1.959964 * est.asymptotic_se, 0.4 + 1.959964 * est.asymptotic_se),
+                                              abs=1e-5)
+    assert est.ci[0] < 0.4 < est.ci[1] and est.method in ("BCa", "percentile") and est.n == 50
+    again = kappa_estimate(a, b, n_boot=400, seed=3)
+    assert again.ci == est.ci
+    assert kappa_estimate(a, b, weights="quadratic", n_boot=50, seed=0).name == "kappa_quadratic"
+
+
+def test_rho_estimate_matches_scipy_and_the_ci_covers_it():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=60)
+    y = x + rng.normal(scale=0.7, size=60)
+    est = rho_estimate(x, y, n_boot=500, seed=0)
+    assert est.value == pytest.approx(spearmanr(x, y).statistic)
+    assert est.ci[0] < est.value < est.ci[1] and est.n == 60
+    assert rho_estimate(x, y, n_boot=500, seed=0).ci == est.ci
+
+
+def test_krippendorff_published_examples():
+    # Krippendorff (2011) "Computing Krippendorff's alpha-reliability": 4 observers, 12 units
+    n = None
+    data = [[1, 2, 3, 3, 2, 1, 4, 1, 2, n, n, n], [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, n, 3],
+            [n, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, n], [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, n]]
+    tidy = pd.DataFrame([{"segment_id": f"u{j}", "rater": f"r{i}", "intent_understood": v}
+                         for i, row in enumerate(data) for j, v in enumerate(row) if v is not None])
+    assert rater_alpha(tidy, "intent_understood", "ordinal")["alpha"] == pytest.approx(0.8154, abs=1e-4)
+    assert rater_alpha(tidy, "intent_understood", "nominal")["alpha"] == pytest.approx(0.7434, abs=1e-4)
+    assert rater_alpha(tidy, "intent_understood", "interval")["alpha"] == pytest.approx(0.8491, abs=1e-4)
+    # the package README's example (3 coders, 15 units): nominal 0.691, interval 0.811
+    rows = ["*    *    *    *    *    3    4    1    2    1    1    3    3    *    3",
+            "1    *    2    1    3    3    4    3    *    *    *    *    *    *    *",
+            "*    *    2    1    3    4    4    *    2    1    1    3    3    *    4"]
+    tidy = pd.DataFrame([{"segment_id": f"u{j}", "rater": f"c{i}", "sql_quality": int(v)}
+                         for i, r in enumerate(rows) for j, v in enumerate(r.split()) if v != "*"])
+    assert rater_alpha(tidy, "sql_quality", "nominal")["alpha"] == pytest.approx(0.691, abs=1e-3)
+    assert rater_alpha(tidy, "sql_quality", "interval")["alpha"] == pytest.approx(0.811, abs=1e-3)
+    single = tidy[tidy["rater"] == "c0"]
+    assert rater_alpha(single, "sql_quality")["alpha"] is None
+
+
+def test_gate_uses_the_lower_bound_and_says_n():
+    def est(value, lo, hi, n=60):
+        return Estimate("kappa", value, (lo, hi), n, "BCa", 0.95, 2000, 0)
+
+    passed = calibration_gate(est(0.85, 0.72, 0.93))
+    assert passed.passed and "n = 60" in passed.message and GATE_THRESHOLD == 0.7
+    close = calibration_gate(est(0.78, 0.66, 0.88, n=25))
+    assert not close.passed and "more labels needed" in close.message and "n = 25" in close.message
+    assert calibration_gate(est(0.7, 0.7, 0.8)).passed  # "at or above"
+    assert not calibration_gate(est(float("nan"), float("nan"), float("nan"))).passed
+
+
+def test_sample_size_formulas():
+    # kappa: p_o = 0.8 + 0.2 * 0.5 = 0.9; n = 1.96^2 * 0.09 / (0.1^2 * 0.25) = 138.3 -> 139
+    assert kappa_sample_size(0.8, 0.1, p_e=0.5) == 139
+    assert kappa_half_width(0.8, 139, 0.5) <= 0.1 < kappa_half_width(0.8, 138, 0.5)
+    # rho = 0: SE = 1/sqrt(n-3), half-width tanh(1.96 SE) <= 0.1 <=> n - 3 >= (1.96 / atanh 0.1)^2 = 381.6
+    assert rho_sample_size(0.0, 0.1) == 385
+    for rho, h in ((0.8, 0.05), (0.7, 0.1), (0.9, 0.15)):
+        n = rho_sample_size(rho, h)
+        assert rho_half_width(rho, n) <= h < rho_half_width(rho, n - 1)
+    plan = sample_size_plan(expected=(0.7, 0.8), half_widths=(0.1,), p_e=0.5)
+    assert plan.loc[0.8, "kappa_n_hw0.1"] == 139 and plan.loc[0.8, "kappa_n_to_pass"] == 139
+    assert plan.loc[0.7, "kappa_n_to_pass"] is None or pd.isna(plan.loc[0.7, "kappa_n_to_pass"])
+
+
+def _calib_results(scores, bands, **cols):
+    n = len(scores)
+    base = {"segment_id": [f"s{i}" for i in range(n)], "score": scores, "band": bands,
+            "judge_verdict": bands, "judge_id": ["j"] * n, "status": ["judged"] * n,
+            "all_sql_failed": [False] * n, "ended_on_failure": [False] * n, "no_tools": [False] * n,
+            "surface": ["web", "slack"] * (n // 2) + ["web"] * (n % 2), "client": ["c"] * n}
+    return pd.DataFrame({**base, **cols})
+
+
+def test_calibration_agreement_end_to_end_on_perfect_labels():
+    subs = [(10, 10, 10, 10), (9, 9, 8, 8), (6, 6, 6, 6), (5, 6, 7, 5), (2, 2, 2, 2), (0, 1, 0, 3)] * 4
+    scores = [10 * (0.3 * a + 0.25 * b + 0.25 * c + 0.2 * d) for a, b, c, d in subs]
+    bands = ["good" if s >= 80 else "partial" if s >= 50 else "poor" for s in scores]
+    results = _calib_results([round(s, 1) for s in scores], bands)
+    human = pd.DataFrame([{"segment_id": f"s{i}", "rater": r, **dict(zip(DIMS, sub)), "verdict": bands[i],
+                           "comment": ""} for i, sub in enumerate(subs) for r in ("ann", "bob")])
+    cal = calibration_agreement(results, human, n_boot=200, seed=0)
+    assert cal.n == 24 and cal.kappa.value == 1.0 and cal.rho.value == pytest.approx(1.0)
+    assert cal.gate.passed and cal.gate.n == 24
+    assert cal.alpha["verdict"]["alpha"] == 1.0 and cal.n_raters == 2
+    out = cal.to_json()
+    for key in ("judge_id", "n", "kappa", "kappa_ci", "rho", "rho_ci", "gate_passed"):
+        assert key in out
+    assert out["judge_id"] == "j" and out["gate_passed"] is True and out["labels_constructed"] is False
+    assert int(cal.confusion.to_numpy().trace()) == 24
+
+
+def test_consensus_breaks_ties_toward_the_worse_band():
+    scored = pd.DataFrame({"segment_id": ["a", "a", "b", "b", "b"], "rater": ["x", "y", "x", "y", "z"],
+                           "verdict": ["good", "partial", "good", "poor", "poor"],
+                           "human_score": [80.0, 70.0, 85.0, 20.0, 30.0],
+                           "human_score_band": ["good", "partial", "good", "poor", "poor"]})
+    c = consensus(scored).set_index("segment_id")
+    assert c.loc["a", "human_verdict"] == "partial" and c.loc["b", "human_verdict"] == "poor"
+    assert c.loc["a", "human_score"] == 75.0 and c.loc["b", "n_raters"] == 3
+
+
+def test_stratum_agreement_weights_by_design():
+    pairs = pd.DataFrame({"stratum": ["A", "A", "B"], "weight": [1.0, 1.0, 6.0],
+                          "judge_band": ["good", "poor", "good"], "human_verdict": ["good", "good", "good"],
+                          "judge_score": [90.0, 30.0, 85.0], "human_score": [85.0, 80.0, 85.0]})
+    pairs["agree"] = pairs["judge_band"] == pairs["human_verdict"]
+    pairs["delta"] = pairs["judge_score"] - pairs["human_score"]
+    table = stratum_agreement(pairs)
+    assert table.loc["A", "agreement"] == 0.5 and table.loc["B", "agreement"] == 1.0
+    assert table.loc["all", "agreement"] == pytest.approx((1 + 0 + 6) / 8)  # not the sample's 2/3
+    assert table.loc["all", "population"] == 8.0
+    assert table.loc["all", "mean_delta"] == pytest.approx((5 - 50 + 0) / 8)
+
+
+DIMS = ("intent_understood", "sql_quality", "result_relevance", "answer_faithfulness")
