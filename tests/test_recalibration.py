@@ -271,3 +271,9 @@ def test_study_record_to_json_on_the_constructed_labels():
     fab = {r["rubric"]: (r["score"], r["band"]) for r in out["fabricated_10_10_10_0"]}
     assert fab["nominal"] == (80.0, "good") and fab["axon-v1-faithcap"] == (49.0, "poor")
     assert study.weights_table().shape == (4, 3) and "kappa_in_sample" in study.cv_table()
+    # the fitted rubrics of the table are the proposals (rounded weights): the ids shown are the files' ids
+    ids = {r["rubric"]: r["rubric_id"] for r in out["fabricated_10_10_10_0"]}
+    assert set(out["proposals"]) == {m for m, w in out["fitted_weights"].items() if w is not None}
+    for method, prop in out["proposals"].items():
+        assert ids[method] == prop["rubric_id"] == study.proposals[method].id and prop["extends"] == "axon-v1"
+        assert rc.DO_NOT_ADOPT in study.proposals[method].yaml_text

@@ -579,7 +579,10 @@ def fabricated_answer_table(rubrics: Mapping[str, Rubric], subscores: Mapping[st
 # =============================================================================================
 @dataclass(frozen=True)
 class RecalibrationStudy:
-    """Everything study 07 reports. ``to_json`` gives the study.json keys (see the notebook)."""
+    """Everything study 07 reports. ``to_json`` gives the study.json keys (see the notebook).
+
+    ``proposals``: one :class:`Proposal` per method with weights (nothing written); ``fabricated``: the
+    (10,10,10,0) table under nominal, each proposal and each reference rubric."""
 
     n: int
     n_folds: int
@@ -591,6 +594,7 @@ class RecalibrationStudy:
     cv: CrossValidation
     in_sample_kappa: dict[str, float]
     fabricated: pd.DataFrame
+    proposals: dict[str, Proposal] = field(default_factory=dict)
     n_unlabelled: int = 0
     note: str = LABELS_NOTE
 
@@ -640,18 +644,28 @@ class RecalibrationStudy:
                         "negative": ordf.negative, "dropped": ordf.dropped, "n": ordf.n,
                         "n_excluded_capped": ordf.n_excluded_capped, "converged": ordf.converged,
                         "separation_suspected": ordf.separation_suspected, "warnings": ordf.warnings},
-            "fabricated_10_10_10_0": [{"rubric": r["rubric"], "rubric_id": r["rubric_id"], "score": num(r["score"]),
-                                       "band": r["band"]} for r in self.fabricated.to_dict("records")],
+            "fabricated_10_10_10_0": [{"rubric": r["rubric"], "name": r["name"], "rubric_id": r["rubric_id"],
+                                       "score": num(r["score"]), "band": r["band"]}
+                                      for r in self.fabricated.to_dict("records")],
+            "proposals": {m: {"name": p.name, "rubric_id": p.id, "extends": p.extends, "weights": p.weights}
+                          for m, p in self.proposals.items()},
         }
 
 
 def recalibration_study(data: LabelledSegments, base: Rubric | None = None, *, n_folds: int = 5, seed: int = 0,
                         references: Mapping[str, Rubric] | None = None, apply_caps: bool = True,
-                        exclude_capped: bool = True) -> RecalibrationStudy:
-    """Both fits on all labelled segments, cross-validated kappas on shared seeded folds, the (10,10,10,0) table.
+                        exclude_capped: bool = True, constructed: bool = True,
+                        provenance: str | None = None) -> RecalibrationStudy:
+    """Both fits on all labelled segments, cross-validated kappas on shared seeded folds, the proposals and
+    the (10,10,10,0) table.
 
     ``references``: unfitted rubrics to compare on the same folds and in the (10,10,10,0) table (default
-    ``{"axon-v1-faithcap": Rubric.packaged("axon-v1-faithcap")}`` when ``base`` is ``axon-v1``).
+    ``{"axon-v1-faithcap": Rubric.packaged("axon-v1-faithcap")}`` when ``base`` is ``axon-v1``). The fitted
+    rubrics of the in-sample kappa and the (10,10,10,0) table are the proposals themselves (weights rounded
+    to 4 decimals, names ``<base>-refit-least-squares`` / ``<base>-refit-ordinal``), so the ids shown are
+    the ids of the files; the cross-validation refits unrounded weights fold by fold. ``constructed`` puts
+    :data:`DO_NOT_ADOPT` at the head of each proposal; ``provenance`` (e.g. the source run and labels
+    file) is added to its comment. Nothing is written.
     """
     base = base or Rubric.default()
     if references is None:
@@ -661,9 +675,19 @@ def recalibration_study(data: LabelledSegments, base: Rubric | None = None, *, n
     ordf = fit_ordinal(data, base, exclude_capped=exclude_capped)
     cv = cross_validate(data, base, n_folds=n_folds, seed=seed, references=references, apply_caps=apply_caps,
                         exclude_capped=exclude_capped)
-    fitted = {"least_squares": base.with_weights(lsq.weights, normalise=True)}
-    if ordf.weights is not None:
-        fitted["ordinal"] = base.with_weights(ordf.weights, normalise=True)
+    kappa_cv = cv.summary["kappa_mean"]
+    proposals: dict[str, Proposal] = {}
+    for method, weights in (("least_squares", lsq.weights), ("ordinal", ordf.weights)):
+        if weights is None:
+            continue
+        lines = [f"{DO_NOT_ADOPT}." if constructed else "",
+                 f"Fitted by {method} (axon_eval.stats.recalibration) to {data.n} labelled segments.",
+                 provenance or "",
+                 f"Cross-validated kappa {kappa_cv[method]:.3f} against nominal {kappa_cv['nominal']:.3f} "
+                 f"({n_folds} folds, seed {seed})."]
+        proposals[method] = propose_rubric(weights, base, name=f"{base.name}-refit-{method.replace('_', '-')}",
+                                           comment="\n".join(x for x in lines if x))
+    fitted = {m: p.rubric for m, p in proposals.items()}
     in_sample = {"nominal": band_kappa(data, base), **{m: band_kappa(data, r) for m, r in fitted.items()},
                  **{m: band_kappa(data, r) for m, r in references.items()}}
     if ordf.weights is None:
@@ -671,7 +695,7 @@ def recalibration_study(data: LabelledSegments, base: Rubric | None = None, *, n
     table = fabricated_answer_table({"nominal": base, **fitted, **references})
     return RecalibrationStudy(n=data.n, n_folds=n_folds, seed=seed, base=base, targets=dict(data.targets),
                               least_squares=lsq, ordinal=ordf, cv=cv, in_sample_kappa=in_sample,
-                              fabricated=table, n_unlabelled=data.n_unlabelled)
+                              fabricated=table, proposals=proposals, n_unlabelled=data.n_unlabelled)
 
 
 __all__ = [
