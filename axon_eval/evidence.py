@@ -43,8 +43,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, SerializerFunctionWrapHandler, ValidationError,
-                      field_serializer, model_serializer, model_validator)
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_serializer,
+    model_serializer,
+    model_validator,
+)
 
 #: The evidence schema version whose meaning the verdict cache key records
 #: (:func:`axon_eval.judges.base.cache_key`). It stays 1: a version-2 turn that uses a version-2

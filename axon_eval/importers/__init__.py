@@ -73,7 +73,7 @@ def import_traces(path: str | Path, fmt: str, options: ImportOptions | None = No
 def report_path(out: str | Path) -> Path:
     """``TURNS.jsonl`` -> ``TURNS.import.json``."""
     p = Path(out)
-    return p.with_name((p.name[:-len(".jsonl")] if p.name.endswith(".jsonl") else p.name) + ".import.json")
+    return p.with_name((p.name.removesuffix(".jsonl")) + ".import.json")
 
 
 def write_import(result: ImportResult, out: str | Path) -> Path:

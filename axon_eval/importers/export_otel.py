@@ -52,8 +52,8 @@ def _hex(text: str, n: int) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:n]
 
 
-def _ns(ms: int | float | None) -> int:
-    return 0 if ms is None else int(round(float(ms) * 1_000_000))
+def _ns(ms: float | None) -> int:
+    return 0 if ms is None else round(float(ms) * 1_000_000)
 
 
 def _status(step: ToolStep | SqlStep) -> tuple[dict[str, Any], str | None]:

@@ -16,7 +16,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .spans import ExportFormatError, SourceSpan, elapsed_between, flatten, maybe_json, parse_time
+from .spans import (
+    ExportFormatError,
+    SourceSpan,
+    elapsed_between,
+    flatten,
+    maybe_json,
+    parse_time,
+)
 
 _KINDS = {"TOOL": "tool", "GENERATION": "llm", "AGENT": "agent", "EMBEDDING": "llm"}
 

@@ -16,7 +16,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .spans import ExportFormatError, SourceSpan, elapsed_between, flatten, maybe_json, parse_time
+from .spans import (
+    ExportFormatError,
+    SourceSpan,
+    elapsed_between,
+    flatten,
+    maybe_json,
+    parse_time,
+)
 
 _KINDS = {"tool": "tool", "llm": "llm", "chat_model": "llm", "embedding": "llm"}
 _EXC_NAME = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*(?:[:(]|$)")

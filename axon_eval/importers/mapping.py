@@ -152,8 +152,8 @@ class ImportReport:
         return asdict(self)
 
     def summary_lines(self) -> list[str]:
-        lines = [f"{self.source} ({self.format}): {self.traces_read} trace(s) read, {self.turns_built} turn(s) built, "
-                 f"{len(self.not_turns)} trace(s) could not become a turn",
+        lines = [(f"{self.source} ({self.format}): {self.traces_read} trace(s) read, {self.turns_built} turn(s) built, "
+                  f"{len(self.not_turns)} trace(s) could not become a turn"),
                  f"  spans: {self.spans_read} read, {self.spans_used} used, {self.spans_skipped} skipped"]
         for reason, n in sorted(self.skipped_by_reason.items(), key=lambda kv: (-kv[1], kv[0])):
             lines.append(f"    skipped {n}: {reason}")

@@ -21,7 +21,14 @@ import re
 from typing import Any
 
 from .otlp import OtlpSpan, attributes, exception_of, is_otlp, read_otlp
-from .spans import ExportFormatError, SourceSpan, elapsed_between, flatten, maybe_json, parse_time
+from .spans import (
+    ExportFormatError,
+    SourceSpan,
+    elapsed_between,
+    flatten,
+    maybe_json,
+    parse_time,
+)
 
 _KINDS = {"TOOL": "tool", "LLM": "llm", "AGENT": "agent", "CHAIN": "chain"}
 

@@ -11,13 +11,12 @@ The conventions (GenAI, database, OpenInference) are read by the format modules,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .spans import ExportFormatError, elapsed_from_nanos
 
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass

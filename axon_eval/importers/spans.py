@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 #: ``kind`` values: an agent/root invocation, a model call, a tool call, a database call, a container.
@@ -75,7 +75,7 @@ def parse_time(value: Any) -> datetime | None:
     if isinstance(value, int | float) and not isinstance(value, bool):
         v = float(value)
         seconds = v / 1e9 if v > 1e17 else v / 1e3 if v > 1e11 else v
-        return datetime.fromtimestamp(seconds, tz=timezone.utc)
+        return datetime.fromtimestamp(seconds, tz=UTC)
     if isinstance(value, str):
         text = value.strip()
         if text.isdigit():
@@ -92,7 +92,7 @@ def parse_time(value: Any) -> datetime | None:
             dt = datetime.fromisoformat(text)
         except ValueError:
             return None
-        return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+        return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
     return None
 
 

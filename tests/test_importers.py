@@ -1,0 +1,185 @@
+"""Trace importers (issue 15): one hand-written export per format, the import report, the OTLP
+round trip on the bundled sample, schema-version-2 evidence in the view, and an end-to-end evaluation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from axon_eval import load_turns
+from axon_eval.cli import main
+from axon_eval.evidence import split_segments
+from axon_eval.importers import (
+    BlockedRule,
+    ImportOptions,
+    import_documents,
+    import_traces,
+    parse_result,
+    report_path,
+    write_import,
+)
+from axon_eval.view import render_view
+
+TRACES = Path(__file__).parent / "data" / "traces"
+SAMPLE = Path(__file__).parents[1] / "data" / "turns" / "sample_turns.jsonl"
+Q1 = "How many tries did Harbour City score in the 2024 final?"
+A1 = "Harbour City scored 4 tries in the 2024 final."
+Q2 = "Which venue hosted the 2023 final?"
+FILES = {"otel": "otel.jsonl", "openinference": "openinference.json", "langfuse": "langfuse.json",
+         "langsmith": "langsmith.jsonl"}
+# LangSmith's SQL tool takes the statement as its plain input, so it is named on the command line
+SQL_TOOLS = {"langsmith": ("sql_db_query",)}
+
+
+def _import(fmt: str):
+    return import_traces(TRACES / FILES[fmt], fmt, ImportOptions.make(
+        sql_tools=SQL_TOOLS.get(fmt, ()), blocked_when=["GuardrailRefusal"], surface_attrs=["app.surface"]))
+
+
+@pytest.mark.parametrize("fmt", sorted(FILES))
+def test_each_format_maps_the_agent_trajectory(fmt):
+    result = _import(fmt)
+    rep = result.report
+    assert (rep.traces_read, rep.turns_built, len(rep.not_turns)) == (3, 2, 1)
+    first, second = result.turns
+    # trace 1: schema discovery, a failed statement, a recovered statement, an answer
+    assert first.question == Q1 and first.answer == A1
+    assert [(s.kind, s.status) for s in first.steps] == [("tool", "ok"), ("sql", "error"), ("sql", "ok")]
+    assert first.steps[0].name == "list_tables" and "teams" in first.steps[0].output
+    assert "no such table: tries_by_team" in first.steps[1].error and first.steps[1].row_count == 0
+    ok = first.steps[2]
+    assert ok.rows == [["Harbour City", 4]] and "2024" in ok.sql and not ok.sanitized
+    assert first.surface == "slack"
+    # trace 2: no answer captured, a guardrail refusal (--blocked-when), a Markdown/CSV result
+    assert second.question == Q2 and second.answer is None
+    assert [(s.kind, s.status) for s in second.steps] == [("sql", "blocked"), ("sql", "ok")]
+    venue = second.steps[1]
+    assert venue.columns == ["venue", "city"] and venue.rows == [["Gullwing Park", "Kestrel Bay"]]
+    assert venue.row_count is None and not venue.row_count_known and second.schema_version == 2
+    # trace 3 is broken (its root was never exported): kept in the report, not dropped
+    assert "no root span" in rep.not_turns[0]["reason"]
+    assert rep.skipped_by_reason["model call (not a step)"] == 1
+    assert rep.skipped_by_reason["its trace could not become a turn"] == 1
+    assert rep.spans_read == rep.spans_used + rep.spans_skipped
+    assert {i["field"] for i in rep.inferred} >= {"row_count", "status"}
+
+
+def test_otel_reads_old_and_new_attribute_names():
+    rep = _import("otel").report
+    for name in ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.arguments",
+                 "gen_ai.tool.call.result", "db.query.text", "db.response.returned_rows",
+                 "gen_ai.prompt.N.role|content", "db.statement", "db.system"):
+        assert rep.attributes_read.get(name), name
+    first = _import("otel").turns[0]
+    # the database span's text was sanitised: the tool arguments' statement is used, and that is reported
+    assert first.steps[2].row_count == 1 and first.client == "rugby-assistant" and first.region == "eu-west-1"
+    assert any("sanitised" in i["how"] for i in _import("otel").report.inferred)
+
+
+def _otlp(spans):
+    return {"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"spans": spans}]}]}
+
+
+def _attr(k, v):
+    return {"key": k, "value": {"intValue": str(v)} if isinstance(v, int) else {"stringValue": v}}
+
+
+def test_a_sanitised_query_without_the_raw_statement_is_marked_and_shown():
+    t0 = 1783000000_000000000
+    root = {"traceId": "ab" * 16, "spanId": "01" * 8, "name": "invoke_agent a", "startTimeUnixNano": str(t0),
+            "endTimeUnixNano": str(t0 + 10**9), "attributes": [_attr("gen_ai.operation.name", "invoke_agent"),
+                                                              _attr("gen_ai.input.messages", json.dumps(
+                                                                  [{"role": "user", "content": "Tries in 2024?"}]))]}
+    db = {"traceId": "ab" * 16, "spanId": "02" * 8, "parentSpanId": "01" * 8, "name": "SELECT",
+          "startTimeUnixNano": str(t0 + 10**6), "endTimeUnixNano": str(t0 + 5 * 10**6),
+          "attributes": [_attr("db.query.text", "SELECT COUNT(*) FROM tries WHERE year = ? AND note = 'a?'"),
+                         _attr("db.response.returned_rows", 1)]}
+    turn = import_documents([_otlp([root, db])], "otel").turns[0]
+    step = turn.sql_steps[0]
+    assert step.sanitized and turn.schema_version == 2 and step.row_count == 1 and step.elapsed_ms == 4
+    assert "query text sanitised" in render_view(split_segments(turn)[0], 20).text
+    assert '"sanitized": true' in turn.to_json_line()
+
+
+def test_unknown_row_count_is_said_in_the_view():
+    turn = _import("langfuse").turns[1]
+    text = render_view(split_segments(turn)[0], 20).text
+    assert "row count unknown" in text
+
+
+def test_round_trip_bundled_sample_through_otlp(tmp_path):
+    turns, invalid = load_turns(SAMPLE)
+    assert not invalid
+    otlp = tmp_path / "sample.otlp.json"
+    assert main(["export-otlp", str(SAMPLE), "--out", str(otlp)]) == 0
+    out = tmp_path / "back.jsonl"
+    assert main(["import-traces", str(otlp), "--format", "otel", "--out", str(out),
+                 "--blocked-when", "error.type=blocked"]) == 0
+    back, invalid = load_turns(out)
+    assert not invalid and back == turns  # rows, row counts (truncated captures too), statuses, answers
+    assert out.read_bytes() == SAMPLE.read_bytes()
+    assert any(s.row_count > len(s.rows) for t in back for s in t.sql_steps)
+    rep = json.loads(report_path(out).read_text())
+    assert rep["turns_built"] == len(turns) and rep["not_turns"] == []
+
+
+def test_cli_writes_evidence_that_validates_and_a_report(tmp_path, capsys):
+    out = tmp_path / "lf.jsonl"
+    code = main(["import-traces", str(TRACES / "langfuse.json"), "--format", "langfuse", "--out", str(out),
+                 "--blocked-when", "error.type=GuardrailRefusal"])
+    printed = capsys.readouterr().out
+    assert code == 0 and "2 turn(s) built" in printed and "NOT A TURN lf-trace-0003" in printed
+    report = json.loads((tmp_path / "lf.import.json").read_text())
+    assert report["traces_read"] == 3 and report["turns_built"] == 2 and len(report["not_turns"]) == 1
+    assert report["options"]["blocked_when"] == ["error.type=GuardrailRefusal"]
+    assert main(["validate", str(out), "--strict"]) == 0
+    assert main(["import-traces", str(TRACES / "langfuse.json"), "--format", "langsmith",
+                 "--out", str(tmp_path / "x.jsonl")]) == 2
+    assert main(["import-traces", str(tmp_path / "missing.json"), "--format", "otel",
+                 "--out", str(tmp_path / "y.jsonl")]) == 2
+
+
+def test_a_file_without_any_turn_exits_5(tmp_path):
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(json.dumps(_otlp([{"traceId": "cd" * 16, "spanId": "03" * 8, "parentSpanId": "04" * 8,
+                                         "name": "x", "attributes": []}])) + "\n")
+    assert main(["import-traces", str(broken), "--format", "otel", "--out", str(tmp_path / "z.jsonl")]) == 5
+    assert json.loads((tmp_path / "z.import.json").read_text())["not_turns"]
+
+
+@pytest.mark.parametrize("value,columns,rows,count", [
+    ('[{"a": 1, "b": "x"}, {"a": 2}]', ["a", "b"], [[1, "x"], [2, None]], None),
+    ({"columns": ["a"], "rows": [[1], [2]], "row_count": 40}, ["a"], [[1], [2]], 40),
+    ({"columns": [{"name": "a"}], "rows": [{"a": 3}]}, ["a"], [[3]], None),
+    ("| a | b |\n|---|---:|\n| x | 1.5 |\n| y | NULL |", ["a", "b"], [["x", 1.5], ["y", None]], None),
+    ("a,b\nx,1\ny,2", ["a", "b"], [["x", 1], ["y", 2]], None),
+    ("[('x', 1)]", [], [["x", 1]], None),
+])
+def test_parse_result(value, columns, rows, count):
+    parsed = parse_result(value)
+    assert parsed is not None and (parsed.columns, parsed.rows, parsed.count) == (columns, rows, count)
+
+
+def test_parse_result_refuses_prose():
+    assert parse_result("The query returned four tries, mostly in the first half.") is None
+
+
+def test_blocked_rules():
+    assert BlockedRule.parse("name=guardrail") == BlockedRule("name", "guardrail")
+    assert BlockedRule.parse("error.type:Refused") == BlockedRule("error.type", "Refused")
+    assert BlockedRule.parse("Refused") == BlockedRule("any", "Refused")
+    with pytest.raises(ValueError):
+        BlockedRule.parse("name=")
+
+
+def test_import_then_evaluate_with_the_heuristic_judge(tmp_path):
+    from axon_eval.runs import evaluate
+
+    result = _import("otel")
+    evidence = tmp_path / "otel_turns.jsonl"
+    write_import(result, evidence)
+    run = evaluate(evidence, "heuristic", out_dir=tmp_path / "runs", name="imported", progress=False, figures=False)
+    assert run.manifest.counts.judged == len(run.results) > 0
+    assert run.manifest.counts.unjudged == 0 and len(run.results) == len(result.turns)
