@@ -226,7 +226,7 @@ def test_unmeasurable_figures_fail_unless_vacuous():
 
 
 def test_judge_drift_decides_with_the_file(known):
-    comparison, drift = known
+    _, drift = known
     assert drift.decision.decision == "hold"  # one of six unjudged, and |mean| 1.6 with a wide CI
     assert "max_unjudged_share" in drift.decision.failed
     record = drift.to_json()
