@@ -303,7 +303,7 @@ def write_drift_run(drift: JudgeDrift, out_dir: str | Path, *, name: str = "drif
     warnings = (["SIMULATED: the candidate judge is simulated; this drift report rehearses the procedure"]
                 if drift.simulated else [])
     manifest = RunManifest(
-        run_id=folder.name, status="complete", kind="compare", name=name, judge_id=drift.candidate_judge_id,
+        run_id=folder.name, status="complete", kind="drift", name=name, judge_id=drift.candidate_judge_id,
         rubric_id=drift.rubric_id, packages=package_versions(), input_files=inputs,
         params=to_jsonable({"anchor_run": relative_to_root(drift.anchor_run, root),
                             "candidate_run": relative_to_root(drift.candidate_run, root),

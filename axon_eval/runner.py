@@ -134,19 +134,31 @@ def load_params_files(files: Iterable[str | Path]) -> dict[str, Any]:
 def notebook_parameters(notebook: str | Path) -> dict[str, Any]:
     """The parameters a notebook's ``parameters`` cell defines, with their default values.
 
-    Defaults are the literal values of the cell (``ast.literal_eval``); a default that is not a literal
-    is kept as its source text.
+    The cell is parsed with :mod:`ast` (papermill's own line-based inspection skips an assignment whose
+    value contains ``=``, e.g. ``judge = "simulate(heuristic, sd=1)"``). Defaults are the literal values
+    (``ast.literal_eval``); a default that is not a literal is kept as its source text. A notebook without
+    a ``parameters``-tagged cell has none.
     """
-    import papermill
+    import nbformat
 
-    info = papermill.inspect_notebook(str(notebook))
+    nb = nbformat.read(str(notebook), as_version=4)
+    cells = [c for c in nb.cells if c.cell_type == "code" and "parameters" in c.metadata.get("tags", [])]
     out: dict[str, Any] = {}
-    for name, spec in info.items():
-        source = spec.get("default")
+    for cell in cells[:1]:
+        source = cell.source
         try:
-            out[name] = ast.literal_eval(source) if isinstance(source, str) else source
-        except (ValueError, SyntaxError):
-            out[name] = source
+            tree = ast.parse(source)
+        except SyntaxError as exc:
+            raise ValueError(f"{notebook}: the parameters cell is not valid Python: {exc}") from None
+        for node in tree.body:
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, ast.AnnAssign) and node.value is not None else []
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    try:
+                        out[target.id] = ast.literal_eval(node.value)
+                    except (ValueError, SyntaxError, TypeError):
+                        out[target.id] = ast.get_source_segment(source, node.value)
     return out
 
 

@@ -54,7 +54,7 @@ def _finish(manifest: Any, strict: bool) -> int:
 
     code = exit_code(manifest, strict=strict)
     c = manifest.counts
-    if manifest.kind in ("study", "compare") or (manifest.kind == "notebook" and c.segments == 0 and not c.turns):
+    if manifest.kind in ("study", "compare", "drift") or (manifest.kind == "notebook" and c.segments == 0 and not c.turns):
         # a study or comparison judges nothing itself: its counts are not the point
         line = f"status: {manifest.status} (exit {code})" + (f": {manifest.error}" if manifest.error else "")
     else:

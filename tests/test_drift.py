@@ -316,7 +316,7 @@ def test_the_same_judge_shows_no_drift(env):
     folder = anchors.write_drift_run(drift, env)
     assert {p.name for p in (folder / "figures").iterdir()} == set(anchors.DRIFT_FIGURES)
     m = RunManifest.read(folder)
-    assert m.kind == "compare" and m.name == "drift" and m.status == "complete" and not m.warnings
+    assert m.kind == "drift" and m.name == "drift" and m.status == "complete" and not m.warnings
 
 
 # -- the CLI -----------------------------------------------------------------------------------------------

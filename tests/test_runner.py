@@ -195,3 +195,16 @@ def test_failed_notebook_keeps_partial_output_and_marks_the_run_failed(tmp_path,
     assert any(o.output_type == "error" for c in executed.cells if c.cell_type == "code" for o in c.outputs)
     assert (folder / "broken.html").exists() and manifest["notebook"]["html"]
     assert f"html:       {folder / 'broken.html'}" in captured.out
+
+
+def test_a_default_holding_an_equals_sign_is_a_known_parameter(tmp_path):
+    """papermill's own inspection skips ``judge = "simulate(heuristic, sd=1)"``; ours parses the cell."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell('judge = "simulate(heuristic, sd=1, seed=1)"  # a spec\nlimit: int = 3\n')
+    cell.metadata["tags"] = ["parameters"]
+    nb.cells = [cell]
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(nb, path)
+    assert notebook_parameters(path) == {"judge": "simulate(heuristic, sd=1, seed=1)", "limit": 3}

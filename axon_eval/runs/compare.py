@@ -89,6 +89,7 @@ class RunComparison:
     identical: bool
     seed: int
     n_boot: int
+    confidence: float = 0.95
     notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -103,7 +104,8 @@ class RunComparison:
             "wilcoxon_statistic": self.wilcoxon_statistic, "wilcoxon_p": self.wilcoxon_p,
             "unmatched_a": self.unmatched_a, "unmatched_b": self.unmatched_b,
             "unjudged": self.unjudged[KEY].to_dict(orient="records") if len(self.unjudged) else [],
-            "identical": self.identical, "seed": self.seed, "n_boot": self.n_boot, "notes": self.notes,
+            "identical": self.identical, "seed": self.seed, "n_boot": self.n_boot, "confidence": self.confidence,
+            "notes": self.notes,
         })
 
     def format(self, top: int = 10) -> str:
@@ -116,6 +118,7 @@ class RunComparison:
         if self.mean_delta is not None:
             ci = f" (95% CI {self.mean_delta_ci[0]:+.2f} to {self.mean_delta_ci[1]:+.2f})" if self.mean_delta_ci else ""
             p = "n/a (every delta is 0)" if self.wilcoxon_p is None else f"{self.wilcoxon_p:.3g}"
+            ci = ci.replace("95% CI", f"{self.confidence:.0%} CI")
             lines.append(f"mean delta B-A: {self.mean_delta:+.2f} points{ci}; max |delta| {self.max_abs_delta:.1f}; "
                          f"Wilcoxon p = {p}")
         lines.append(f"band changes: {self.n_band_changes} of {self.n_compared}")
@@ -206,7 +209,7 @@ def compare_runs(a: str | Path | Run, b: str | Path | Run, *, allow_different_ev
         same_evidence=same, n_matched=len(both), n_compared=len(cmp), deltas=deltas, transitions=transitions,
         unmatched_a=only_a, unmatched_b=only_b, unjudged=unjudged, mean_delta=mean, mean_delta_ci=ci,
         max_abs_delta=max_abs, n_band_changes=band_changes, wilcoxon_statistic=w_stat, wilcoxon_p=w_p,
-        identical=identical, seed=seed, n_boot=n_boot, notes=notes)
+        identical=identical, seed=seed, n_boot=n_boot, confidence=confidence, notes=notes)
 
 
 def _figures(c: RunComparison, folder: Path) -> list[Path]:
