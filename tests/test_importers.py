@@ -183,3 +183,29 @@ def test_import_then_evaluate_with_the_heuristic_judge(tmp_path):
     run = evaluate(evidence, "heuristic", out_dir=tmp_path / "runs", name="imported", progress=False, figures=False)
     assert run.manifest.counts.judged == len(run.results) > 0
     assert run.manifest.counts.unjudged == 0 and len(run.results) == len(result.turns)
+
+
+def test_the_heuristic_treats_a_count_claim_on_an_unknown_row_count_as_unverifiable():
+    """Schema 2, ``row_count: null``: the rows shown are a lower bound, so "3 teams" can be neither
+    supported nor contradicted; with the count known (schema 1) the same claim is supported."""
+    import json as _json
+
+    from axon_eval.evidence import parse_turn_lines, split_segments
+    from axon_eval.judges import build_judge
+    from axon_eval.view import render_view
+
+    def line(version, row_count):
+        return _json.dumps({"schema_version": version, "turn_id": f"t{version}", "captured_at": "2026-07-20T09:14:03Z",
+                            "region": "eu", "surface": "web", "client": "c", "question": "How many teams are there?",
+                            "answer": "There are 3 teams: A, B and C.",
+                            "steps": [{"kind": "sql", "sql": "SELECT name FROM teams", "status": "ok",
+                                       "columns": ["name"], "rows": [["A"], ["B"], ["C"]], "row_count": row_count}]})
+
+    turns, invalid = parse_turn_lines([line(1, 3), line(2, None)])
+    assert not invalid
+    judge = build_judge("heuristic")
+    known, unknown = (judge.judge(render_view(split_segments(t)[0], 20)) for t in turns)
+    assert known.verdict.answer_faithfulness == 10
+    assert 0 < unknown.verdict.answer_faithfulness < 10  # unverifiable costs something, but is no fabrication
+    assert "could not verify \"3\"" in unknown.verdict.explanation
+    assert "row count is unknown" in unknown.verdict.explanation

@@ -56,6 +56,9 @@ class StepInfo:
     text: str  # lower-case text of the shown rows
     #: the evidence sampler's selection of this statement's rows (``None``: the first rows, or all)
     selection: Any = None
+    #: False when the capture did not record the full row count (evidence schema 2, ``row_count: null``):
+    #: the shown rows are then a lower bound, never the whole result
+    count_known: bool = True
 
     @property
     def sql(self) -> SqlAnalysis:
@@ -65,7 +68,7 @@ class StepInfo:
 
     @property
     def truncated(self) -> bool:
-        return self.total > self.shown
+        return self.total > self.shown or not self.count_known
 
     def _searched(self, attr: str) -> frozenset[str]:
         sel = self.selection
@@ -224,6 +227,7 @@ def build_evidence(view: Any, lexicon: Lexicon = DEFAULT) -> Evidence:
         rows = step.rows
         shown = len(rows)
         total = step.row_count if step.row_count is not None else shown
+        count_known = bool(getattr(step, "row_count_known", True))
         row_text_parts: list[str] = []
         if step.status == "ok":
             cols = [tuple(_parts(c)) for c in step.columns] or [()] * (len(rows[0]) if rows else 0)
@@ -265,14 +269,17 @@ def build_evidence(view: Any, lexicon: Lexicon = DEFAULT) -> Evidence:
                                 cells.append(Cell(n.value, col, "text", number, r_i))
                 row_strings[(number, r_i)] = strings
             numeric_parts.update(cols[j] for j in numeric_cols if j < len(cols))
-            cells.append(Cell(float(total), ("rows",), "row_count", number))
-            if total <= shown:
+            # an unknown count (evidence schema 2) supports no claim about how many rows there are, and a
+            # count equal to the rows shown is then neither the full count nor a sign of counting a prefix
+            if count_known:
+                cells.append(Cell(float(total), ("rows",), "row_count", number))
+            if total <= shown and count_known:
                 complete_counts.append(total)
                 for j, values in numeric_cols.items():
                     if len(values) > 1:
                         col = cols[j] if j < len(cols) else ()
                         cells.append(Cell(float(sum(values)), col, "sum", number))
-            else:
+            elif count_known:
                 shown_trunc.add(shown)
             for f in sql.filters:
                 if f.is_string:
@@ -288,7 +295,8 @@ def build_evidence(view: Any, lexicon: Lexicon = DEFAULT) -> Evidence:
             texts.extend(p.lower() for p in row_text_parts)
         selections = getattr(view, "row_selections", ()) or ()
         selection = selections[number - 1] if number - 1 < len(selections) else None
-        steps.append(StepInfo(number, step, sql, shown, total, "\n".join(row_text_parts).lower(), selection))
+        steps.append(StepInfo(number, step, sql, shown, total, "\n".join(row_text_parts).lower(), selection,
+                              count_known))
     for n in extract_numbers(view.question):
         cells.append(Cell(n.value, (), "question"))
     for y in extract_years(view.question):

@@ -257,7 +257,7 @@ def _explain(view: Any, answer_step: Any, intent: CheckResult, sql_q: CheckResul
         if unverifiable:
             bits.append("could not verify " + ", ".join(
                 f"\"{c.token}\" (in \"{enclosing_text(answer, c.start, c.end)}\")" for c in unverifiable)
-                        + " in the shown rows (the result is larger than the row horizon)")
+                        + " in the shown rows (the result is larger than the rows shown, or its size is unknown)")
         bits.extend(faith.findings)
         supported = sum(1 for c in claims if c.status == SUPPORTED)
         head = f"Answer {faith.score}/10: {supported} of {supported + len(unsupported)} checkable claims supported"

@@ -105,7 +105,10 @@ def check_relevance(profile: QuestionProfile, evidence: Evidence, answer_step: S
     if facts["ended_on_failure"]:
         score = min(score, 5)
         r.findings.append("a later statement failed, so rows for part of the question never came back")
-    if st.truncated:
+    if st.truncated and not st.count_known:
+        r.findings.append(f"step {st.index} shows {st.shown} rows and its full row count is unknown (not "
+                          "captured), so the result may be larger")
+    elif st.truncated:
         r.findings.append(f"step {st.index} returned {st.total} rows; the judge sees only the first "
                           f"{st.shown} (row horizon {horizon})")
     r.score = _clamp(score)
