@@ -311,3 +311,15 @@ def test_the_fake_judge_server_verb_starts_and_stops(capsys):
     assert cli.main(["fake-judge-server", "--port", "0", "--lifetime", "0.5"]) == 0
     out = capsys.readouterr().out
     assert "http://127.0.0.1:" in out and "ANTHROPIC_BASE_URL" in out
+
+
+def test_the_evaluation_notebook_on_an_empty_file_fails_with_exit_5(tmp_path):
+    from axon_eval.runner import run_notebook
+
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    result = run_notebook(ROOT / "notebooks" / "01_evaluate.ipynb", {"turns_file": str(empty), "labels_file": None},
+                          out_dir=tmp_path / "runs", export_html=False)
+    assert result.status == "failed" and "NoValidTurnsError" in result.error and "KeyError" not in result.error
+    assert result.exit_code() == EXIT_NO_VALID_TURNS
+    assert result.manifest.failure == "no_valid_turns"
