@@ -323,3 +323,16 @@ def test_the_evaluation_notebook_on_an_empty_file_fails_with_exit_5(tmp_path):
     assert result.status == "failed" and "NoValidTurnsError" in result.error and "KeyError" not in result.error
     assert result.exit_code() == EXIT_NO_VALID_TURNS
     assert result.manifest.failure == "no_valid_turns"
+
+
+def test_a_cold_evaluate_of_distinct_copies_misses_the_cache_on_every_segment(tmp_path):
+    """What the bench's "cold" figure promises (issue 12): replicated copies render distinct views, so an
+    empty cache gives as many misses as segments and no hits."""
+    from axon_eval.bench_runs import replicate_sample
+
+    evidence = replicate_sample(180, tmp_path / "copies.jsonl")  # the 90-turn sample twice
+    run = evaluate(evidence, "heuristic", Rubric.default(), out_dir=tmp_path / "runs", cache=tmp_path / "c.sqlite",
+                   progress=False, figures=False)
+    assert run.manifest.cache_hits == 0
+    assert run.manifest.cache_misses == run.manifest.counts.segments == len(run.results)
+    assert run.results["view_sha256"].is_unique
