@@ -76,7 +76,8 @@ def bench_make_run(workdir: Path) -> dict[str, Any]:
 
 def replicate_sample(n_turns: int, path: Path) -> Path:
     """Write the sample's turns repeated to ``n_turns`` lines to ``path``; every copy is distinct (ids
-    suffixed ``-rNNNN`` and a ``-- copy N`` SQL comment, which changes the view but not its meaning)."""
+    suffixed ``-rNNNN`` and a ``-- copy N`` SQL comment, or for a turn without SQL a ``(copy N)`` after
+    its question, which changes the view but not its meaning)."""
     turns, invalid = load_turns(SAMPLE)
     if invalid or not turns:
         raise ValueError(f"{SAMPLE} must hold valid turns to replicate (invalid: {len(invalid)})")
@@ -85,7 +86,10 @@ def replicate_sample(n_turns: int, path: Path) -> Path:
             t = turns[i % len(turns)]
             k = i // len(turns)
             steps = [s.model_copy(update={"sql": f"{s.sql}\n-- copy {k}"}) if s.kind == "sql" else s for s in t.steps]
-            copy = t.model_copy(update={"turn_id": f"{t.turn_id}-r{k:04d}", "steps": steps})
+            update: dict[str, Any] = {"turn_id": f"{t.turn_id}-r{k:04d}", "steps": steps}
+            if not any(s.kind == "sql" for s in t.steps) and k:  # no SQL to mark: mark the question instead
+                update["question"] = f"{t.question} (copy {k})"
+            copy = t.model_copy(update=update)
             fh.write(copy.to_json_line() + "\n")
     return path
 

@@ -336,3 +336,7 @@ def test_a_cold_evaluate_of_distinct_copies_misses_the_cache_on_every_segment(tm
     assert run.manifest.cache_hits == 0
     assert run.manifest.cache_misses == run.manifest.counts.segments == len(run.results)
     assert run.results["view_sha256"].is_unique
+    # ... and the marks change no judgement: each copy scores exactly as its original
+    results = run.results.assign(original=run.results["segment_id"].str.replace(r"-r\d{4}", "", regex=True))
+    columns = [*DIMENSIONS, "score", "judge_verdict"]
+    assert (results.groupby("original")[columns].nunique(dropna=False) == 1).all().all()
