@@ -1,0 +1,155 @@
+"""The judge's output, verified by code, and the grade it implies. Pure.
+
+A judge returns one :class:`Assessment` per criterion and the :class:`NumericClaim` s it found. Code
+checks that every criterion is assessed exactly once, that every quote occurs in the response
+(whitespace and quote marks normalised), and re-checks every numeric claim (:mod:`.numeric`). The grade:
+
+* ``error``: the evidence could not be prepared, or the judge's output does not verify (a criterion
+  missing or repeated, a quote not in the response, an unknown reference id); never a guess;
+* ``fail``: a required criterion fails or a numeric check is outside tolerance (sign, scale, unit, ...);
+* ``review_required``: otherwise, when any criterion is unverifiable;
+* ``pass``: every required criterion passes and every numeric check is within tolerance.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .evidence import Evidence
+from .numeric import NumericCheck, check_claim
+from .spec import Question
+
+STATUSES = ("pass", "fail", "unverifiable")
+GRADES = ("pass", "fail", "review_required", "error")
+
+
+@dataclass(frozen=True)
+class Assessment:
+    criterion_id: str
+    status: str  # pass | fail | unverifiable
+    quote: str = ""  # from the response (required for a pass)
+    reason: str = ""  # the wrong claim or the missing requirement for a fail
+
+
+@dataclass(frozen=True)
+class NumericClaim:
+    token: str  # as written in the response
+    reference_id: str
+    declared_unit: str
+
+
+@dataclass
+class JudgeOutput:
+    judge_id: str
+    assessments: list[Assessment] = field(default_factory=list)
+    claims: list[NumericClaim] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Grade:
+    question_id: str
+    response_id: str
+    judge_id: str
+    grade: str
+    reasons: list[str]
+    criteria: list[dict[str, Any]]
+    numeric: list[NumericCheck]
+    key: str = ""
+
+    @property
+    def numeric_failures(self) -> list[NumericCheck]:
+        return [c for c in self.numeric if not c.within_tolerance]
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["numeric"] = [c.to_dict() for c in self.numeric]
+        return d
+
+
+_QUOTES = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'", "`": "'", "\u2212": "-",
+                         "\u2013": "-", "\u2014": "-"})
+
+
+def normalise(text: str) -> str:
+    """Whitespace collapsed, typographic quotes and dashes made plain, case kept."""
+    return re.sub(r"\s+", " ", text.translate(_QUOTES)).strip()
+
+
+def quote_occurs(quote: str, response: str) -> bool:
+    q = normalise(quote).strip("\"'")
+    return bool(q) and q in normalise(response)
+
+
+def grade_key(question: Question, evidence: Evidence, response: str, judge_config: dict[str, Any]) -> str:
+    """A grade is reusable only while question, evidence, response and judge configuration are unchanged."""
+    text = json.dumps({"question": question.to_dict(), "evidence": evidence.hash(),
+                       "response": hashlib.sha256(response.encode()).hexdigest(), "judge": judge_config},
+                      sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def grade_response(question: Question, evidence: Evidence, response_id: str, response: str,
+                   output: JudgeOutput | None, *, judge_config: dict[str, Any] | None = None) -> Grade:
+    key = grade_key(question, evidence, response, judge_config or {})
+    judge_id = output.judge_id if output else ""
+    if not evidence.ok:
+        return Grade(question.id, response_id, judge_id, "error",
+                     [f"evidence could not be prepared, grading stopped: {evidence.error}"], [], [], key)
+    assert output is not None
+    problems: list[str] = []
+    by_id: dict[str, list[Assessment]] = {}
+    for a in output.assessments:
+        by_id.setdefault(a.criterion_id, []).append(a)
+    known = {c.id for c in question.criteria}
+    for cid in sorted(set(by_id) - known):
+        problems.append(f"assessment of unknown criterion {cid}")
+    rows: list[dict[str, Any]] = []
+    for c in question.criteria:
+        got = by_id.get(c.id, [])
+        if len(got) != 1:
+            problems.append(f"criterion {c.id} assessed {len(got)} times (exactly once required)")
+            continue
+        a = got[0]
+        if a.status not in STATUSES:
+            problems.append(f"criterion {c.id}: unknown status {a.status!r}")
+            continue
+        if a.status == "pass" and not quote_occurs(a.quote, response):
+            problems.append(f"criterion {c.id}: quote not found in the response: {a.quote!r}")
+        rows.append({"criterion_id": c.id, "required": c.required, "status": a.status, "quote": a.quote,
+                     "reason": a.reason})
+    values = {v.id: v for v in question.values}
+    checks: list[NumericCheck] = []
+    for claim in output.claims:
+        if claim.reference_id not in values:
+            problems.append(f"numeric claim {claim.token!r} maps to unknown reference {claim.reference_id}")
+            continue
+        checks.append(check_claim(response, claim.token, values[claim.reference_id],
+                                  evidence.values[claim.reference_id], claim.declared_unit))
+    checked_ok = {c.reference_id for c in checks if c.within_tolerance}
+    for row in rows:  # a passing value criterion needs a verified claim on its value
+        crit = next(c for c in question.criteria if c.id == row["criterion_id"])
+        if crit.kind == "value" and row["status"] == "pass" and crit.value not in checked_ok:
+            row["status"], row["reason"] = "unverifiable", f"no numeric claim on {crit.value} verified by code"
+    if problems:
+        return Grade(question.id, response_id, judge_id, "error", ["judge output does not verify: " + p
+                                                                   for p in problems], rows, checks, key)
+    reasons = [f"required criterion {r['criterion_id']} failed: {r['reason']}" for r in rows
+               if r["required"] and r["status"] == "fail"]
+    reasons += [f"numeric check {c.reference_id} {c.token!r}: {c.error} ({c.rule}, reference {c.reference:g})"
+                for c in checks if not c.within_tolerance]
+    if reasons:
+        grade = "fail"
+    elif any(r["status"] == "unverifiable" for r in rows):
+        grade = "review_required"
+        reasons = [f"criterion {r['criterion_id']} unverifiable: {r['reason']}" for r in rows
+                   if r["status"] == "unverifiable"]
+    else:
+        grade = "pass"
+    return Grade(question.id, response_id, judge_id, grade, reasons, rows, checks, key)

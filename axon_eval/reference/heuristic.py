@@ -1,0 +1,89 @@
+"""The offline heuristic reference judge: every criterion assessed by code from the response text and
+the reference values (no model). Named ``heuristic-reference/v1``.
+
+* ``value`` criteria: the numbers of the response whose unit fits the reference (percent or not) are
+  candidates; the one closest to the reference (allowing for a flipped sign or a power-of-ten slip) is
+  reported as the claim, and the criterion passes only when code finds it within tolerance;
+* ``phrases`` criteria: pass with the first sentence holding a phrase of every group, else fail;
+* ``forecast`` criteria: an effect with a stated assumption passes; a projected figure with no stated
+  assumption is unverifiable from the evidence; no effect at all fails.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..judges.heuristic.text import extract_numbers, split_sentences
+from .evidence import Evidence
+from .grading import Assessment, JudgeOutput, NumericClaim
+from .numeric import check_claim
+from .spec import Criterion, Question
+
+_ASSUMPTION = ("assum", "if ", "provided", "proxy", "estimate")
+
+
+def _sentences(text: str) -> list[str]:
+    return [text[a:b].strip() for a, b in split_sentences(text) if text[a:b].strip()]
+
+
+def _closeness(x: float, ref: float) -> float:
+    if ref == 0 or x == 0:
+        return abs(x - ref)
+    # distance in orders of magnitude; a flipped sign costs a little, so a same-sign match wins a tie
+    return min(abs(math.log10(abs(x) / abs(ref))), 9.0) + (0.0 if (x > 0) == (ref > 0) else 0.001)
+
+
+class HeuristicReferenceJudge:
+    judge_id = "heuristic-reference/v1"
+
+    def config(self) -> dict[str, str]:
+        return {"judge_id": self.judge_id}
+
+    def assess(self, question: Question, evidence: Evidence, response: str) -> JudgeOutput:
+        out = JudgeOutput(self.judge_id)
+        sentences = _sentences(response)
+        for c in question.criteria:
+            if c.kind == "value":
+                out.assessments.append(self._value(c, question, evidence, response, sentences, out))
+            elif c.kind == "phrases":
+                out.assessments.append(self._phrases(c, sentences))
+            else:
+                out.assessments.append(self._forecast(c, sentences))
+        return out
+
+    # -- criteria ------------------------------------------------------------------------------------------
+    def _value(self, c: Criterion, q: Question, ev: Evidence, response: str, sentences: list[str],
+               out: JudgeOutput) -> Assessment:
+        value = q.value(c.value or "")
+        ref = ev.values[value.id]
+        pct = value.unit == "percent"
+        cands = [m for m in extract_numbers(response) if not m.ordinal and not m.word and not m.is_year
+                 and (m.kind in ("percent", "pp", "bps")) == pct]
+        if not cands:
+            return Assessment(c.id, "fail", reason=f"no {value.unit} figure for {value.name} in the response")
+        best = min(cands, key=lambda m: (_closeness(m.value, ref), m.start))
+        unit = (best.kind or "percent") if pct else value.unit
+        out.claims.append(NumericClaim(best.token, value.id, unit))
+        check = check_claim(response, best.token, value, ref, unit)
+        quote = next((s for s in sentences if best.token in s), best.token)
+        if check.within_tolerance:
+            return Assessment(c.id, "pass", quote=quote)
+        return Assessment(c.id, "fail", reason=f"{value.name}: reported {best.token} against reference {ref:g} "
+                                               f"({check.error}, {check.rule})")
+
+    def _phrases(self, c: Criterion, sentences: list[str]) -> Assessment:
+        for s in sentences:
+            low = s.lower()
+            if all(any(p.lower() in low for p in group) for group in c.groups):
+                return Assessment(c.id, "pass", quote=s)
+        return Assessment(c.id, "fail", reason=f"missing: {c.text}")
+
+    def _forecast(self, c: Criterion, sentences: list[str]) -> Assessment:
+        effect = [s for s in sentences if all(any(p.lower() in s.lower() for p in g) for g in c.groups)]
+        if not effect:
+            return Assessment(c.id, "fail", reason=f"missing: {c.text}")
+        for s in effect:
+            if any(w in s.lower() for w in _ASSUMPTION):
+                return Assessment(c.id, "pass", quote=s)
+        return Assessment(c.id, "unverifiable", quote=effect[0],
+                          reason="a projected effect with no stated assumption cannot be checked against the evidence")
