@@ -26,11 +26,16 @@ def _sentences(text: str) -> list[str]:
     return [text[a:b].strip() for a, b in split_sentences(text) if text[a:b].strip()]
 
 
+_SLIPS = (1.0, 10.0, 100.0, 1000.0, 1e6, 0.1, 0.01, 0.001, 1e-6)
+
+
 def _closeness(x: float, ref: float) -> float:
+    """Distance in orders of magnitude, allowing a power-of-ten slip (at a cost of 0.05) and a flipped
+    sign (0.001), so a mis-scaled or mis-signed copy of the figure is still recognised as the claim."""
     if ref == 0 or x == 0:
         return abs(x - ref)
-    # distance in orders of magnitude; a flipped sign costs a little, so a same-sign match wins a tie
-    return min(abs(math.log10(abs(x) / abs(ref))), 9.0) + (0.0 if (x > 0) == (ref > 0) else 0.001)
+    best = min(abs(math.log10(abs(x) * s / abs(ref))) + (0.0 if s == 1.0 else 0.05) for s in _SLIPS)
+    return min(best, 9.0) + (0.0 if (x > 0) == (ref > 0) else 0.001)
 
 
 class HeuristicReferenceJudge:
@@ -57,8 +62,10 @@ class HeuristicReferenceJudge:
         value = q.value(c.value or "")
         ref = ev.values[value.id]
         pct = value.unit == "percent"
+        used = {(c.token, c.reference_id) for c in out.claims}
+        taken = {t for t, _ in used}
         cands = [m for m in extract_numbers(response) if not m.ordinal and not m.word and not m.is_year
-                 and (m.kind in ("percent", "pp", "bps")) == pct]
+                 and (m.kind in ("percent", "pp", "bps")) == pct and m.token not in taken]
         if not cands:
             return Assessment(c.id, "fail", reason=f"no {value.unit} figure for {value.name} in the response")
         best = min(cands, key=lambda m: (_closeness(m.value, ref), m.start))

@@ -69,7 +69,9 @@ def check_claim(response: str, token: str, value: ReferenceValue, reference: flo
                 declared_unit: str) -> NumericCheck:
     """Check one numeric claim: ``token`` as reported in ``response``, mapped to ``value`` (reference
     figure ``reference``) in ``declared_unit``."""
-    if not token or _norm_space(token) not in _norm_space(response):
+    # the token must be a whole number as written in the response ("42" is not in "420" nor in "-42")
+    written = {_norm_space(m.token) for m in extract_numbers(response)}
+    if not token or _norm_space(token.strip()) not in written:
         return _fail(value, token, declared_unit, reference, "token_missing")
     m = parse_token(token)
     if m is None:

@@ -1,0 +1,209 @@
+"""Reference-based grading (issue 14): the source's numeric examples, the verification of a judge's
+output (criteria once, quotes present), read-only evidence, and the bundled set against its labels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from axon_eval.fixtures.reference import reference_set
+from axon_eval.fixtures.shop import ANCHORS
+from axon_eval.reference import (Assessment, EvidenceError, HeuristicReferenceJudge, JudgeOutput, NumericClaim,
+                                 Question, ReadOnlyViolation, ReferenceValue, check_value, grade_response,
+                                 load_questions, prepare_evidence, run_readonly)
+from axon_eval.reference.evaluate import (agreement, grade_set, grade_table, load_labels, load_responses,
+                                          seed_examples)
+from axon_eval.reference.spec import Criterion, dump_questions
+
+ROOT = Path(__file__).resolve().parents[1]
+SHOP = ROOT / "data" / "warehouse" / "shop.sqlite"
+REF = ROOT / "data" / "reference"
+
+
+# -- the source's numeric examples ------------------------------------------------------------------------
+def test_on_time_93_74_fails_the_0_01_pp_tolerance_and_93_6_passes():
+    c = check_value("93.74%", ANCHORS["on_time_rate_pct"], "percent", tolerance=0.01)
+    assert not c.within_tolerance and c.error == "out_of_tolerance"
+    assert c.difference == pytest.approx(0.1357) and c.rule.startswith("explicit absolute")
+    assert check_value("93.6%", 93.6043, "percent", tolerance=0.01).within_tolerance
+
+
+def test_refund_rate_7_10_passes_by_displayed_precision():
+    c = check_value("7.10%", ANCHORS["refund_rate_pct"], "percent")
+    assert c.within_tolerance and c.rule == "displayed precision" and c.tolerance == pytest.approx(0.005)
+
+
+def test_five_percent_low_refund_amount_fails():
+    c = check_value("465,797", ANCHORS["tanks_refunded"], "currency")
+    assert not c.within_tolerance and c.error == "out_of_tolerance"
+    assert c.difference / ANCHORS["tanks_refunded"] == pytest.approx(-0.0506, abs=1e-3)
+
+
+def test_sign_and_scale_errors_are_named():
+    sign = check_value("-42", 42, "count")
+    assert not sign.within_tolerance and sign.error == "sign" and sign.reported == -42
+    scale = check_value("42", 420, "count")
+    assert not scale.within_tolerance and scale.error == "scale"
+    assert check_value("$1,250,000.50", ANCHORS["recall_month_net_income"], "currency").error == "sign"
+    assert check_value("-$1.25M", ANCHORS["recall_month_net_income"], "currency").within_tolerance
+
+
+def test_suffixes_units_and_relative_fallback():
+    assert check_value("$490.6k", 490636.33, "currency").within_tolerance
+    assert check_value("$4.9M", 490636.33, "currency").error == "scale"
+    assert check_value("0.5 pp", 0.5, "percent", declared_unit="pp").within_tolerance
+    assert check_value("50 bps", 0.5, "percent", declared_unit="bps").within_tolerance
+    assert check_value("7.10%", 7.0989, "percent", declared_unit="currency").error == "unit"
+    assert check_value("7.10", 7.0989, "percent").error == "unit"  # a bare number is not a percentage
+    rel = check_value("forty-two", 42.3, "count")
+    assert rel.within_tolerance and rel.rule.startswith("1% relative")
+
+
+def test_seed_examples_are_graded_as_the_source_says():
+    rows = seed_examples()
+    assert len(rows) == 6
+    assert all(r["within_tolerance"] == r["source_says_within"] for r in rows)
+
+
+# -- verifying the judge's output ---------------------------------------------------------------------------
+VALUE = ReferenceValue(id="x", name="x", unit="count", sql="SELECT 42")
+Q = Question(id="q", layer="descriptive", text="?", metric="m", population="p", period="2024", tolerance="display",
+             values=(VALUE,),
+             criteria=(Criterion(id="fig", text="states x", kind="value", value="x"),
+                       Criterion(id="why", text="explains", groups=(("because",),)),
+                       Criterion(id="extra", text="optional", required=False, groups=(("note",),))))
+RESPONSE = "There were 42 orders, because of the sale."
+
+
+def _evidence():
+    from axon_eval.reference.evidence import Evidence
+    return Evidence("q", values={"x": 42.0})
+
+
+def _out(*assessments, claims=(NumericClaim("42", "x", "count"),)):
+    return JudgeOutput("test", list(assessments), list(claims))
+
+
+def test_a_clean_output_passes_and_an_optional_failure_does_not_block():
+    g = grade_response(Q, _evidence(), "r", RESPONSE, _out(
+        Assessment("fig", "pass", "There were 42 orders"), Assessment("why", "pass", "because of the sale."),
+        Assessment("extra", "fail", reason="no note")))
+    assert g.grade == "pass", g.reasons
+
+
+def test_each_criterion_exactly_once():
+    missing = grade_response(Q, _evidence(), "r", RESPONSE, _out(
+        Assessment("fig", "pass", "42 orders"), Assessment("extra", "pass", "42 orders")))
+    assert missing.grade == "error" and any("why assessed 0 times" in r for r in missing.reasons)
+    twice = grade_response(Q, _evidence(), "r", RESPONSE, _out(
+        Assessment("fig", "pass", "42 orders"), Assessment("why", "pass", "because"),
+        Assessment("why", "fail", reason="x"), Assessment("extra", "pass", "42")))
+    assert twice.grade == "error" and any("why assessed 2 times" in r for r in twice.reasons)
+
+
+def test_quotes_must_occur_in_the_response_after_normalisation():
+    ok = grade_response(Q, _evidence(), "r", RESPONSE, _out(
+        Assessment("fig", "pass", "There  were\n42 orders"), Assessment("why", "pass", "\u201cbecause of the sale\u201d"),
+        Assessment("extra", "unverifiable")))
+    assert ok.grade == "review_required"  # quotes verified; the unverifiable criterion sends it to review
+    bad = grade_response(Q, _evidence(), "r", RESPONSE, _out(
+        Assessment("fig", "pass", "There were 42 orders"), Assessment("why", "pass", "because demand rose"),
+        Assessment("extra", "fail")))
+    assert bad.grade == "error" and any("quote not found" in r for r in bad.reasons)
+
+
+def test_numeric_claims_are_rechecked_by_code():
+    # the judge says pass, but the response says -42: a sign error, so no pass
+    resp = "There were -42 orders, because of the sale."
+    g = grade_response(Q, _evidence(), "r", resp, _out(
+        Assessment("fig", "pass", "There were -42 orders"), Assessment("why", "pass", "because of the sale."),
+        Assessment("extra", "fail"), claims=(NumericClaim("-42", "x", "count"),)))
+    assert g.grade == "fail" and g.numeric_failures[0].error == "sign"
+    # a claimed token that is not in the response: the check fails (no dropped sign, no borrowed figure)
+    g = grade_response(Q, _evidence(), "r", "There were 420 orders, because of the sale.", _out(
+        Assessment("fig", "pass", "There were 420 orders"), Assessment("why", "pass", "because of the sale."),
+        Assessment("extra", "fail"), claims=(NumericClaim("42", "x", "count"),)))
+    assert g.grade == "fail" and g.numeric_failures[0].error == "token_missing"
+    # a value criterion passed without any numeric claim: unverifiable
+    g = grade_response(Q, _evidence(), "r", RESPONSE, _out(
+        Assessment("fig", "pass", "42 orders"), Assessment("why", "pass", "because"), Assessment("extra", "fail"),
+        claims=()))
+    assert g.grade == "review_required"
+
+
+def test_missing_evidence_stops_grading():
+    broken = Question(**{**Q.__dict__, "values": (ReferenceValue(id="x", name="x", unit="count",
+                                                                 sql="SELECT nope FROM orders"),)})
+    ev = prepare_evidence(broken, SHOP)
+    assert not ev.ok and "no such column" in ev.error
+    g = grade_response(broken, ev, "r", RESPONSE, None)
+    assert g.grade == "error" and "grading stopped" in g.reasons[0]
+
+
+# -- read-only evidence ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("sql", ["DELETE FROM orders", "UPDATE orders SET status = 'x'",
+                                 "DROP TABLE refunds", "SELECT 1; DELETE FROM orders",
+                                 "INSERT INTO categories VALUES (99, 'x')", "ATTACH DATABASE 'x' AS y"])
+def test_write_statements_are_refused(sql):
+    before = SHOP.stat().st_mtime_ns
+    with pytest.raises(ReadOnlyViolation):
+        run_readonly(SHOP, sql)
+    assert SHOP.stat().st_mtime_ns == before
+
+
+def test_a_write_hidden_in_a_cte_is_refused_by_sqlite():
+    with pytest.raises(EvidenceError):
+        run_readonly(SHOP, "WITH x AS (SELECT 1) DELETE FROM categories WHERE category_id IN (SELECT * FROM x)")
+
+
+def test_every_row_of_a_reference_query_is_kept():
+    questions, _, _ = reference_set()
+    q = next(q for q in questions if q.id == "p_safety_stock")
+    ev = prepare_evidence(q, SHOP)
+    assert ev.ok and [ev.values[k] for k in ("so1", "so2", "so3")] == list(ANCHORS["stockout_days_top3"])
+    assert len(ev.results["so1"]["rows"]) == 3
+    q = next(q for q in questions if q.id == "d_on_time_rate")
+    assert prepare_evidence(q, SHOP).values["on_time_pct"] == ANCHORS["on_time_rate_pct"]
+
+
+# -- the bundled set --------------------------------------------------------------------------------------------
+def test_bundled_files_match_the_generator():
+    questions, responses, labels = reference_set()
+    assert len(questions) >= 24 and {q.layer for q in questions} == {"descriptive", "diagnostic", "prescriptive"}
+    assert load_questions(REF / "questions.yaml") == questions
+    assert load_responses(REF / "responses.jsonl") == responses
+    assert (REF / "questions.yaml").read_text().endswith(dump_questions(questions))
+    per_q = {}
+    for r in responses:
+        per_q[r["question_id"]] = per_q.get(r["question_id"], 0) + 1
+    assert min(per_q.values()) >= 3
+    defects = {row["defect"] for row in labels}
+    for needed in ("out_of_tolerance", "table_no_explanation", "number_5pct_low", "omits_holding_cost", "sign",
+                   "scale", "unverified_projection", "evidence_error"):
+        assert needed in defects, needed
+
+
+def test_heuristic_grades_against_constructed_labels():
+    questions = load_questions(REF / "questions.yaml")
+    grades = grade_set(questions, load_responses(REF / "responses.jsonl"), SHOP, HeuristicReferenceJudge())
+    table = grade_table(grades, load_labels(REF / "labels.csv"))
+    counts = agreement(table)
+    assert counts["heldout"]["false_pass"] == 0  # the goal
+    assert counts["overall"]["false_pass"] == 0 and counts["overall"]["false_fail"] == 0
+    by_id = table.set_index("response_id")["grade"]
+    assert by_id["d_refund_rate#rounded"] == "pass" and by_id["d_on_time_rate#close"] == "fail"
+    assert by_id["g_refund_category#five_pct_low"] == "fail" and by_id["g_revenue_gap#table_only"] == "fail"
+    assert by_id["p_safety_stock#no_holding_cost"] == "fail" and by_id["p_carrier_mix#projection"] == "review_required"
+    assert set(table.loc[table["question_id"] == "g_broken_reference", "grade"]) == {"error"}
+
+
+def test_grades_are_reused_only_for_an_unchanged_key():
+    questions = load_questions(REF / "questions.yaml")[:2]
+    responses = [r for r in load_responses(REF / "responses.jsonl") if r["question_id"] in {q.id for q in questions}]
+    reuse: dict = {}
+    first = grade_set(questions, responses, SHOP, HeuristicReferenceJudge(), reuse=reuse)
+    again = grade_set(questions, responses, SHOP, HeuristicReferenceJudge(), reuse=reuse)
+    assert all(a is b for a, b in zip(first, again, strict=True)) and len(reuse) == len(responses)
+    changed = [{**responses[0], "response": responses[0]["response"] + " "}]
+    assert grade_set(questions, changed, SHOP, HeuristicReferenceJudge(), reuse=reuse)[0] is not first[0]
