@@ -1,0 +1,77 @@
+"""Study 08 (reference grading): the notebook's hygiene and one papermill smoke run into ``tmp_path``
+(offline, heuristic reference judge, a few seconds of grading)."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from axon_eval import runs
+from axon_eval.runner import check_parameters, load_params_files, notebook_parameters, run_notebook
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = ROOT / "notebooks" / "08_reference_grading.ipynb"
+SMOKE = ROOT / "notebooks" / "params" / "08_smoke.yaml"
+STUDY = "08_reference_grading"
+
+PARAMETERS = {"questions_file": "data/reference/questions.yaml", "responses_file": "data/reference/responses.jsonl",
+              "labels_file": "data/reference/labels.csv", "judge": "heuristic", "seed": 0, "run_dir": None}
+SPLIT_KEYS = ("n_questions", "n_responses", "false_pass", "false_fail", "review_required")
+ISSUE_KEYS = {"study", "simulated", "source_run", "judge_id", "seed_examples", *SPLIT_KEYS}
+
+
+def test_notebook_has_one_parameters_cell_no_outputs_and_no_definitions():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1 and tagged[0].cell_type == "code"
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        assert cell.outputs == [] and cell.execution_count is None
+        tree = ast.parse(cell.source)
+        assert not [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef
+                                                            | ast.ClassDef | ast.Lambda)]
+    assert notebook_parameters(NOTEBOOK) == PARAMETERS
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown").lower()
+    for needed in ("claim being tested", "constructed", "held-out", "read-only", "study.json", "tolerance"):
+        assert needed in text, needed
+
+
+def test_smoke_parameters_are_notebook_parameters():
+    params = load_params_files([SMOKE])
+    check_parameters(NOTEBOOK, params, notebook_parameters(NOTEBOOK))
+    assert params["judge"] == "heuristic"
+
+
+@pytest.mark.slow
+def test_smoke_run_writes_the_study(tmp_path, monkeypatch):
+    monkeypatch.setenv(runs.RUNS_DIR_ENV, str(tmp_path))
+    monkeypatch.delenv(runs.CACHE_ENV, raising=False)
+    result = run_notebook(NOTEBOOK, params_files=[SMOKE], out_dir=tmp_path)
+    assert result.status == "complete", result.error
+    assert result.run_dir.parent.resolve() == tmp_path.resolve()
+    study = json.loads((result.run_dir / "study.json").read_text())
+    assert set(study) == ISSUE_KEYS
+    assert study["study"] == STUDY and study["simulated"] is False and study["source_run"] is None
+    assert study["judge_id"] == "heuristic-reference/v1"
+    for key in SPLIT_KEYS:
+        assert set(study[key]) == {"overall", "heldout"}, key
+    assert study["n_questions"]["overall"] >= 24 and study["n_responses"]["overall"] >= 72
+    assert study["false_pass"]["heldout"] == 0  # the issue's goal
+    assert len(study["seed_examples"]) == 6
+    assert all(set(r) == {"reference", "claim", "tolerance_rule", "within_tolerance"} for r in study["seed_examples"])
+    assert [r["within_tolerance"] for r in study["seed_examples"]] == [True, True, False, False, False, False]
+    manifest = json.loads((result.run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["kind"] == "study"
+    assert {"data/reference/questions.yaml", "data/reference/responses.jsonl",
+            "data/reference/labels.csv"} <= set(manifest["input_files"])
+    executed = nbformat.read(result.run_dir / f"{STUDY}.ipynb", as_version=4)
+    assert not [o for c in executed.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    page = (result.run_dir / f"{STUDY}.html").read_text()
+    assert "no such column: returned_units" in page and "out_of_tolerance" in page
+    # nothing else written under tmp_path
+    assert [p for p in tmp_path.iterdir() if p.is_dir() and not p.name.startswith(".")] == [result.run_dir]
