@@ -62,8 +62,7 @@ class HeuristicReferenceJudge:
         value = q.value(c.value or "")
         ref = ev.values[value.id]
         pct = value.unit == "percent"
-        used = {(c.token, c.reference_id) for c in out.claims}
-        taken = {t for t, _ in used}
+        taken = {c.token for c in out.claims}  # a figure already claimed for another value is not reused
         cands = [m for m in extract_numbers(response) if not m.ordinal and not m.word and not m.is_year
                  and (m.kind in ("percent", "pp", "bps")) == pct and m.token not in taken]
         if not cands:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -104,11 +104,6 @@ class Question:
         criteria = tuple(Criterion(**{**c, "groups": tuple(tuple(g) for g in c.get("groups", ()))})
                          for c in d["criteria"])
         return cls(**{**d, "values": values, "criteria": criteria})
-
-
-@dataclass
-class _File:
-    questions: list[Question] = field(default_factory=list)
 
 
 def dump_questions(questions: list[Question]) -> str:
