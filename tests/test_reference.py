@@ -207,3 +207,71 @@ def test_grades_are_reused_only_for_an_unchanged_key():
     assert all(a is b for a, b in zip(first, again, strict=True)) and len(reuse) == len(responses)
     changed = [{**responses[0], "response": responses[0]["response"] + " "}]
     assert grade_set(questions, changed, SHOP, HeuristicReferenceJudge(), reuse=reuse)[0] is not first[0]
+
+
+# -- the optional Claude reference judge, against the local fake server --------------------------------------
+def _claude_grades(responder, response_ids):
+    import json as _json
+
+    from axon_eval.judges.fake_server import FakeJudgeServer
+    from axon_eval.reference.claude import ClaudeReferenceJudge
+
+    questions = load_questions(REF / "questions.yaml")
+    responses = [r for r in load_responses(REF / "responses.jsonl") if r["response_id"] in response_ids]
+    seen: list[dict] = []
+
+    def record(path, body):
+        seen.append(body)
+        return responder(path, body, _json)
+
+    with FakeJudgeServer(responder=record, lifetime_s=30) as server:
+        judge = ClaudeReferenceJudge("claude-fake", base_url=server.url, max_retries=0, timeout_s=10)
+        grades = grade_set(questions, responses, SHOP, judge)
+        headers = server.received_headers
+    return grades, seen, headers
+
+
+def _heuristic_reply(path, body, _json):
+    """Answer as the heuristic would: the spec and the answer are read back from the request."""
+    from axon_eval.judges.fake_server import anthropic_message_json
+
+    text = body["messages"][0]["content"]
+    answer = text.split("<answer>\n", 1)[1].rsplit("\n</answer>", 1)[0]
+    spec = _json.loads(text.split("<spec>\n", 1)[1].split("\n</spec>", 1)[0])
+    q = next(q for q in load_questions(REF / "questions.yaml") if q.text == spec["question"])
+    from axon_eval.reference.evidence import Evidence
+    ev = Evidence(q.id, values={v["id"]: v["value"] for v in spec["reference_values"]})
+    out = HeuristicReferenceJudge().assess(q, ev, answer)
+    reply = {"assessments": [a.__dict__ for a in out.assessments], "claims": [c.__dict__ for c in out.claims]}
+    return 200, {}, anthropic_message_json(_json.dumps(reply))
+
+
+def test_claude_judge_structured_output_is_verified_like_the_heuristic():
+    ids = {"d_on_time_rate#close", "d_refund_rate#rounded", "g_revenue_gap#table_only", "p_carrier_mix#projection"}
+    grades, seen, headers = _claude_grades(_heuristic_reply, ids)
+    assert {g.response_id: g.grade for g in grades} == {
+        "d_on_time_rate#close": "fail", "d_refund_rate#rounded": "pass", "g_revenue_gap#table_only": "fail",
+        "p_carrier_mix#projection": "review_required"}
+    assert all("output_config" in b and b["output_config"]["format"]["type"] == "json_schema" for b in seen)
+    assert all("x-api-key" not in h and "authorization" not in h for h in headers)  # no credential sent
+    gap = next(b for b in seen if "finance revenue" in b["messages"][0]["content"])
+    assert "2335556.84" in gap["messages"][0]["content"]  # every evidence row goes to the judge
+
+
+def test_claude_judge_bad_quotes_and_malformed_replies_are_errors():
+    from axon_eval.judges.fake_server import anthropic_message_json
+
+    def invented_quote(path, body, _json):
+        reply = {"assessments": [{"criterion_id": "figure", "status": "pass", "quote": "the rate was 7.0989%",
+                                  "reason": ""}],
+                 "claims": [{"token": "7.0989%", "reference_id": "refund_rate_pct", "declared_unit": "percent"}]}
+        return 200, {}, anthropic_message_json(_json.dumps(reply))
+
+    grades, _, _ = _claude_grades(invented_quote, {"d_refund_rate#out"})
+    assert grades[0].grade == "error" and any("quote not found" in r for r in grades[0].reasons)
+
+    def prose(path, body, _json):
+        return 200, {}, anthropic_message_json("Looks fine to me.")
+
+    grades, _, _ = _claude_grades(prose, {"d_refund_rate#out"})
+    assert grades[0].grade == "error" and "malformed judge reply" in grades[0].reasons[0]

@@ -27,14 +27,22 @@ def load_labels(path: str | Path) -> pd.DataFrame:
         return pd.DataFrame(list(csv.DictReader(fh)))
 
 
-def make_judge(name: str) -> HeuristicReferenceJudge:
+def make_judge(name: str) -> Any:
+    """``heuristic`` (offline), or ``claude:<model>`` (the structured-output Claude reference judge; its
+    key and base URL come from ``ANTHROPIC_API_KEY`` / ``ANTHROPIC_BASE_URL`` when set)."""
+    if name.startswith("claude:"):
+        import os
+
+        from .claude import ClaudeReferenceJudge
+        return ClaudeReferenceJudge(name.split(":", 1)[1], api_key=os.environ.get("ANTHROPIC_API_KEY"),
+                                    base_url=os.environ.get("ANTHROPIC_BASE_URL"))
     if name not in JUDGES:
-        raise ValueError(f"unknown reference judge {name!r} (known: {sorted(JUDGES)})")
+        raise ValueError(f"unknown reference judge {name!r} (known: {sorted(JUDGES)} or claude:<model>)")
     return JUDGES[name]()
 
 
 def grade_set(questions: list[Question], responses: list[dict[str, Any]], db_path: str | Path,
-              judge: HeuristicReferenceJudge, *, reuse: dict[str, Grade] | None = None) -> list[Grade]:
+              judge: Any, *, reuse: dict[str, Grade] | None = None) -> list[Grade]:
     """Grade every response. Evidence is prepared once per question; a grade whose key (question,
     evidence, response, judge configuration) is in ``reuse`` is taken from there, not recomputed."""
     by_id = {q.id: q for q in questions}
@@ -45,7 +53,12 @@ def grade_set(questions: list[Question], responses: list[dict[str, Any]], db_pat
         if q.id not in evidence:
             evidence[q.id] = prepare_evidence(q, db_path)
         ev = evidence[q.id]
-        output = judge.assess(q, ev, r["response"]) if ev.ok else None
+        try:
+            output = judge.assess(q, ev, r["response"]) if ev.ok else None
+        except Exception as exc:  # a judge failure stays visible as an error grade, never a guess
+            out.append(Grade(q.id, r["response_id"], judge.judge_id, "error",
+                             [f"judge error: {type(exc).__name__}: {exc}"], [], []))
+            continue
         g = grade_response(q, ev, r["response_id"], r["response"], output, judge_config=judge.config())
         if reuse is not None:
             g = reuse.setdefault(g.key, g)
