@@ -258,7 +258,17 @@ def test_cli_serves_prints_instructions_and_stops_after_its_lifetime():
 def test_cli_stops_cleanly_on_ctrl_c():
     proc, url, _ = start_cli("--port", "0")
     try:
-        assert httpx2.post(url + "/v1/chat/completions", json={"messages": []}).status_code == 200
+        # a loaded 2-core machine occasionally drops the very first connection to a fresh process; the
+        # server must answer within three tries
+        for attempt in range(3):
+            try:
+                response = httpx2.post(url + "/v1/chat/completions", json={"messages": []})
+                break
+            except httpx2.RemoteProtocolError:
+                if attempt == 2:
+                    raise
+                time.sleep(0.2)
+        assert response.status_code == 200
         proc.send_signal(signal.SIGINT)
         out, err = finish(proc)
     finally:

@@ -491,7 +491,8 @@ def test_fake_server_stops_by_itself_and_has_a_request_budget():
         time.sleep(0.05)
     with pytest.raises(RuntimeError, match="not running"):
         _ = server.url
-    with pytest.raises(client_lib.ConnectError):
+    # nothing answers any more: refused, or (when the port was just released under load) closed unanswered
+    with pytest.raises((client_lib.ConnectError, client_lib.RemoteProtocolError)):
         client_lib.post(url + "/v1/messages", json={}, timeout=1)
 
 
