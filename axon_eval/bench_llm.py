@@ -8,7 +8,10 @@ and measures:
    The ideal wall time is ``ceil(n / concurrency) * delay_s`` = 2.0 s; reported value is
    ``wall_s / ideal_s`` (target <= 1.2, i.e. at most 20 % overhead for SDK, parsing and scheduling);
 2. the same ``n`` again through the verdict cache filled by run 1: HTTP requests made (target 0) and
-   cache hits (target ``n``).
+   cache hits (target ``n``);
+3. ``repeat(anthropic:<model>, k)``: ``n // k`` views x ``k`` samples (the same ``n`` calls) at the same
+   concurrency, empty cache: wall / ideal (target <= 1.2, issue 10: repeated sampling must not cost more
+   judge I/O per call than single samples do).
 
 Rows: ``{"section": "judges", "name", "value", "unit", "target", "ok"}``.
 """
@@ -59,6 +62,15 @@ def bench_claude_fake_server(*, n: int = 200, concurrency: int = 20, delay_s: fl
         requests_second = server.requests - requests_first
         hits = sum(r.cached for r in second)
         cache.close()
+        from .judges.wrappers import RepeatJudge
+
+        k = 5
+        repeated = RepeatJudge(AnthropicJudge(model, base_url=server.url, max_retries=0, retry_attempts=1), k)
+        before = server.requests
+        start = time.perf_counter()
+        rep = repeated.judge_many(views[: n // k], concurrency=concurrency, cache=None, progress=False)
+        rep_wall_s = time.perf_counter() - start
+        rep_requests = server.requests - before
     judged_first = sum(r.judged for r in first)
     ratio = wall_s / ideal_s
     return [
@@ -77,6 +89,10 @@ def bench_claude_fake_server(*, n: int = 200, concurrency: int = 20, delay_s: fl
          "unit": "hits", "target": f"{n}", "ok": hits == n},
         {"section": "judges", "name": "claude fake server: wall time, second run (cache)",
          "value": round(cached_wall_s, 3), "unit": "s", "target": "< 1", "ok": cached_wall_s < 1.0},
+        {"section": "judges", "name": f"claude fake server: repeat(.., {k}) on {n // k} views ({len(rep)} calls) "
+                                      f"at concurrency {concurrency}: wall / ideal ({ideal_s:.1f} s)",
+         "value": round(rep_wall_s / ideal_s, 3), "unit": "ratio", "target": "<= 1.2",
+         "ok": rep_wall_s / ideal_s <= 1.2 and rep_requests == len(rep) == n and all(r.judged for r in rep)},
     ]
 
 
