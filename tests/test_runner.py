@@ -6,7 +6,6 @@ Two real papermill executions in all (the smoke run and a tiny failing notebook)
 
 from __future__ import annotations
 
-import ast
 import json
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from axon_eval.runner import (
     run_notebook,
 )
 from axon_eval.runs import file_sha256, load_run
+from notebook_checks import assert_thin_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "01_evaluate.ipynb"
@@ -109,16 +109,7 @@ def test_smoke_run_never_writes_the_api_key(smoke_run):
 
 
 def test_committed_notebook_has_no_outputs_and_no_definitions():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
-    assert len(tagged) == 1
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        assert cell.outputs == [] and cell.execution_count is None
-        tree = ast.parse(cell.source)
-        assert not [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef
-                                                            | ast.ClassDef | ast.Lambda)]
+    assert_thin_notebook(NOTEBOOK)
     assert set(notebook_parameters(NOTEBOOK)) == {"turns_file", "judge", "rubric", "row_horizon", "limit", "seed",
                                                   "run_name", "labels_file", "batch", "max_cost_usd", "run_dir"}
 

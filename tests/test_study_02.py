@@ -15,7 +15,6 @@ Both executions are offline (about 20-30 s each on two cores).
 
 from __future__ import annotations
 
-import ast
 import json
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from axon_eval.judges.base import Judge, JudgeRecord, Verdict
 from axon_eval.judges.wrappers import NoiseJudge
 from axon_eval.rubric import DIMENSIONS, Rubric
 from axon_eval.runner import check_parameters, load_params_files, notebook_parameters, run_notebook
+from notebook_checks import assert_thin_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "02_weight_sensitivity.ipynb"
@@ -47,16 +47,7 @@ FIGURES = {"oat_max_abs_delta.png", "worst_case_score_ranges.png", "band_flip_ra
 
 # -- the committed notebook --------------------------------------------------------------------------------
 def test_notebook_has_one_parameters_cell_no_outputs_and_no_definitions():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
-    assert len(tagged) == 1 and tagged[0].cell_type == "code"
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        assert cell.outputs == [] and cell.execution_count is None
-        tree = ast.parse(cell.source)
-        assert not [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef
-                                                            | ast.ClassDef | ast.Lambda)]
+    nb = assert_thin_notebook(NOTEBOOK)
     assert notebook_parameters(NOTEBOOK) == PARAMETERS
     text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     for needed in ("claim being tested", "in-sample", "SIMULATED", "axon-v1-faithcap", "study.json"):

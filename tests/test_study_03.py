@@ -6,7 +6,6 @@ Two real papermill executions in all; both are offline and write only under tmp_
 
 from __future__ import annotations
 
-import ast
 import json
 import math
 from pathlib import Path
@@ -33,6 +32,7 @@ from axon_eval.stats.noise import (
     noise_study_judge,
     samples_from_results,
 )
+from notebook_checks import assert_thin_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "03_judge_noise.ipynb"
@@ -47,16 +47,7 @@ NOISE_FIGURES = ("sd_icc.png", "flip_curve.png", "decision_study.png", "ensemble
 
 # -- the notebook's hygiene ------------------------------------------------------------------------------
 def test_notebook_has_one_parameters_cell_no_definitions_and_no_outputs():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
-    assert len(tagged) == 1
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        assert cell.outputs == [] and cell.execution_count is None
-        tree = ast.parse(cell.source)
-        assert not [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef
-                                                            | ast.ClassDef | ast.Lambda)]
+    assert_thin_notebook(NOTEBOOK)
     assert notebook_parameters(NOTEBOOK) == PARAMETERS
 
 

@@ -6,7 +6,6 @@ Everything is offline (heuristic judge); run folders and the verdict cache live 
 
 from __future__ import annotations
 
-import ast
 import json
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from axon_eval import plots
 from axon_eval.runner import check_parameters, load_params_files, notebook_parameters, run_notebook
 from axon_eval.runs import CACHE_ENV, RUNS_DIR_ENV, file_sha256
 from axon_eval.stats.horizon import BY_HORIZON_KEYS, STUDY_NAME
+from notebook_checks import assert_thin_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "04_row_horizon.ipynb"
@@ -41,18 +41,8 @@ FIGURES = {"horizon_curves.png", "horizon_prompt_size.png", "horizon_delta_vs_si
 
 # -- the committed notebook ----------------------------------------------------------------------------------
 def test_notebook_has_one_parameters_cell_no_outputs_and_no_definitions():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
-    assert len(tagged) == 1 and tagged[0].cell_type == "code"
+    nb = assert_thin_notebook(NOTEBOOK)
     assert any(c.cell_type == "markdown" for c in nb.cells)
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        assert cell.outputs == [] and cell.execution_count is None
-        tree = ast.parse(cell.source)
-        defined = [n for n in ast.walk(tree)
-                   if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda)]
-        assert not defined, f"definitions in a notebook cell: {cell.source[:80]!r}"
 
 
 def test_notebook_parameters_are_exactly_the_listed_ones_with_their_defaults():

@@ -6,7 +6,6 @@ The smoke run evaluates the bundled sample with the heuristic judge (into ``$AXO
 
 from __future__ import annotations
 
-import ast
 import json
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 
 from axon_eval import runs
 from axon_eval.runner import check_parameters, load_params_files, notebook_parameters, run_notebook
+from notebook_checks import assert_thin_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "05_calibration.ipynb"
@@ -26,16 +26,7 @@ FIGURES = {"agreement_gate.png", "confusion.png", "scores_judge_vs_human.png", "
 
 
 def test_notebook_has_one_parameters_cell_no_outputs_and_no_definitions():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
-    assert len(tagged) == 1 and tagged[0].cell_type == "code"
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        assert cell.outputs == [] and cell.execution_count is None
-        tree = ast.parse(cell.source)
-        assert not [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef
-                                                            | ast.ClassDef | ast.Lambda)]
+    nb = assert_thin_notebook(NOTEBOOK)
     assert notebook_parameters(NOTEBOOK) == PARAMETERS
     text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     for needed in ("CONSTRUCTED labels, not human", "lower bound", "Krippendorff", "Fisher z", "design",

@@ -13,7 +13,6 @@ Offline, about 20-25 s on two cores.
 
 from __future__ import annotations
 
-import ast
 import json
 from importlib import resources
 from pathlib import Path
@@ -26,6 +25,7 @@ from axon_eval import runs
 from axon_eval.rubric import DIMENSIONS, Rubric
 from axon_eval.runner import check_parameters, load_params_files, notebook_parameters, run_notebook
 from axon_eval.stats.recalibration import DO_NOT_ADOPT
+from notebook_checks import assert_thin_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "07_weight_recalibration.ipynb"
@@ -44,16 +44,7 @@ FIGURES = {"weights.png", "cv_kappa.png", "fabricated_10_10_10_0.png"}
 
 # -- the committed notebook --------------------------------------------------------------------------------
 def test_notebook_has_one_parameters_cell_no_outputs_and_no_definitions():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
-    assert len(tagged) == 1 and tagged[0].cell_type == "code"
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        assert cell.outputs == [] and cell.execution_count is None
-        tree = ast.parse(cell.source)
-        assert not [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef
-                                                            | ast.ClassDef | ast.Lambda)]
+    nb = assert_thin_notebook(NOTEBOOK)
     assert notebook_parameters(NOTEBOOK) == PARAMETERS
     markdown = [c.source for c in nb.cells if c.cell_type == "markdown"]
     sections = [m for m in markdown if m.lstrip().startswith("## ")]
