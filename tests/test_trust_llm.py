@@ -178,3 +178,10 @@ def test_the_budget_also_bounds_a_batch(tmp_path, evidence, server):
     assert run.manifest.cost_usd <= 0.004
     stopped = run.results[run.results["status"] == "unjudged"]
     assert len(stopped) and stopped["error"].str.contains("max_cost_usd").all()
+
+
+def test_a_budget_for_a_model_without_a_price_is_refused_before_anything_is_written(tmp_path, evidence, server):
+    with pytest.raises(ValueError, match="no price for"):
+        evaluate(evidence, f"anthropic:claude-unknown-9@{server.url}", Rubric.default(), out_dir=tmp_path / "runs",
+                 progress=False, max_cost_usd=1.0)
+    assert not (tmp_path / "runs").exists()

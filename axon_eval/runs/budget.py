@@ -50,6 +50,14 @@ def is_paid(judge: Any) -> bool:
     return any(hasattr(leaf, "prompt") and hasattr(leaf, "max_tokens") for leaf, _ in leaf_judges(judge))
 
 
+def unpriced_models(judge: Any) -> list[str]:
+    """Models of the paid leaves of ``judge`` that the price table does not know (a budget cannot be kept
+    for them)."""
+    return sorted({leaf.model for leaf, _ in leaf_judges(judge)
+                   if hasattr(leaf, "prompt") and hasattr(leaf, "max_tokens")
+                   and cost_usd(leaf.model, TokenUsage(input_tokens=1, output_tokens=1)) is None})
+
+
 def estimate_view_cost(judge: Any, view: EvidenceView, *, batch: bool = False) -> float | None:
     """Estimated USD for judging one view with ``judge`` (all samples and members); ``None`` when a paid
     leaf's model has no price."""

@@ -33,7 +33,7 @@ import pandas as pd
 from ..evidence import InvalidTurn, Turn, iter_turns, split_segments, trajectory_facts
 from ..rubric import Rubric
 from ..view import EvidenceView, render_view
-from .budget import estimate_cost, estimate_view_cost, is_paid
+from .budget import estimate_cost, estimate_view_cost, is_paid, unpriced_models
 from .io import (
     JsonlAppender,
     ParquetAppender,
@@ -417,6 +417,9 @@ def evaluate(
     if max_cost_usd is not None and not (isinstance(max_cost_usd, int | float) and max_cost_usd >= 0):
         raise ValueError(f"max_cost_usd must be a non-negative number or None, got {max_cost_usd!r}")
     judge = resolve_judge(judge)
+    if max_cost_usd is not None and unpriced_models(judge):
+        raise ValueError(f"max_cost_usd cannot be kept: the price table (judges/prices.yaml) has no price for "
+                         f"{unpriced_models(judge)}; add one or run without a budget")
     if batch:
         from .batch import batch_leaf
 
