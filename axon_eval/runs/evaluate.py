@@ -80,15 +80,11 @@ def judge_label(judge: Any) -> str:
 
 
 def judge_provenance(judge: Any) -> list[dict[str, Any]]:
-    """``provenance()`` of every leaf API judge inside ``judge`` (wrappers unwrapped), no keys."""
-    from .budget import leaf_judges
+    """What the manifest records of every API judge inside ``judge`` (:func:`axon_eval.judges._llm.judge_provenance`),
+    made JSON-safe and scrubbed of secrets."""
+    from ..judges._llm import judge_provenance as walk
 
-    out = []
-    for leaf, _calls in leaf_judges(judge):
-        fn = getattr(leaf, "provenance", None)
-        if callable(fn):
-            out.append(redact_secrets(to_jsonable(fn())))
-    return out
+    return [redact_secrets(to_jsonable(entry)) for entry in walk(judge)]
 
 
 @contextlib.contextmanager
