@@ -43,6 +43,7 @@ import argparse
 import itertools
 import json
 import re
+import signal
 import socket
 import sys
 import threading
@@ -434,15 +435,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc} "
               "(use --port N for another port, or --port 0 for a free one)", file=sys.stderr)
         return 2
-    print(rehearsal_instructions(server.url), flush=True)
+    # Ctrl-C sets a flag instead of raising KeyboardInterrupt: an exception raised inside Event.wait can
+    # leave the event's lock held, and stop() (which sets that event) then hangs for ever
+    interrupted: list[bool] = []
+    in_main = threading.current_thread() is threading.main_thread()  # only there can a handler be set
+    previous = signal.signal(signal.SIGINT, lambda *_: interrupted.append(True)) if in_main else None
     try:
-        while not server.stopped.wait(0.2):
+        print(rehearsal_instructions(server.url), flush=True)
+        while not interrupted and not server.stopped.wait(0.2):
             pass
-        print(f"fake judge server stopped after its lifetime ({args.lifetime} s); "
-              f"{server.requests} requests served", flush=True)
-    except KeyboardInterrupt:
+    finally:
+        if in_main:
+            signal.signal(signal.SIGINT, previous)
+    if interrupted:
         server.stop()
         print(f"\nfake judge server stopped; {server.requests} requests served", flush=True)
+    else:
+        print(f"fake judge server stopped after its lifetime ({args.lifetime} s); "
+              f"{server.requests} requests served", flush=True)
     return 0
 
 
