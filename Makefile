@@ -23,8 +23,11 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP) ## create .venv, install axon_eval with its dev extras, register the Jupyter kernel
 
-run: $(STAMP) ## evaluate the bundled sample with the offline heuristic judge (notebooks/01_evaluate.ipynb)
-	$(VPY) -m axon_eval run notebooks/01_evaluate.ipynb -f notebooks/params/default.yaml
+# TURNS=path/to/turns.jsonl evaluates your own evidence instead (its labels are unknown, so none are read)
+TURNS ?=
+run: $(STAMP) ## evaluate the bundled sample (or TURNS=file.jsonl) with the offline heuristic judge (notebooks/01_evaluate.ipynb)
+	$(VPY) -m axon_eval run notebooks/01_evaluate.ipynb -f notebooks/params/default.yaml \
+		$(if $(TURNS),-p turns_file $(abspath $(TURNS)) -p labels_file null -p run_name evaluate-own)
 
 test: $(STAMP) ## run the test suite (offline, no API key needed)
 	$(VPY) -m pytest -q
