@@ -18,6 +18,9 @@ within 24 hours. A batch that was submitted is paid for, so it must never be sub
 With ``max_cost_usd``, only the requests whose estimated batch-price cost (:mod:`.budget`) fits in the
 budget are submitted, in input order; the rest are unjudged rows that say the budget stopped them.
 
+Unlike the streamed path, batch mode holds the run's views in memory until the batch is collected (one
+batch takes at most 100,000 requests, so this is bounded by the API's own limit).
+
 Only ``anthropic:<model>`` and ``repeat(anthropic:<model>, n)`` judges can batch; other judges are refused
 with a clear error before anything is written.
 """
