@@ -18,10 +18,11 @@ from axon_eval.fixtures.scenarios import Label
 from axon_eval.fixtures.shop import ANCHORS, SHOP_TABLES, check_anchors
 from axon_eval.fixtures.warehouse import table_contents
 from axon_eval.labels import LABEL_COLUMNS, load_labels
+from axon_eval.fixtures.shop import shop_database
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
-SHOP = DATA / "warehouse" / "shop.sqlite"
+SHOP = shop_database(DATA)  # expanded from the committed shop.sqlite.gz
 OOD_TURNS = DATA / "turns" / "ood_turns.jsonl"
 OOD_LABELS = DATA / "turns" / "ood_labels.csv"
 
@@ -52,20 +53,21 @@ def _shop():
 
 # --- determinism -----------------------------------------------------------------------------
 def test_rebuild_is_byte_identical_to_the_committed_set(rebuilt: Path):
-    for rel in ("turns/ood_turns.jsonl", "turns/ood_labels.csv"):
+    for rel in ("turns/ood_turns.jsonl", "turns/ood_labels.csv", "warehouse/shop.sqlite.gz"):
         assert (rebuilt / rel).read_bytes() == (DATA / rel).read_bytes(), f"{rel} differs from a rebuild"
     assert table_contents(rebuilt / "warehouse" / "shop.sqlite") == table_contents(SHOP)
 
 
 def test_second_rebuild_is_identical(rebuilt: Path, tmp_path: Path):
     build_ood_files(tmp_path)
-    for rel in ("turns/ood_turns.jsonl", "turns/ood_labels.csv", "warehouse/shop.sqlite"):
+    for rel in ("turns/ood_turns.jsonl", "turns/ood_labels.csv", "warehouse/shop.sqlite", "warehouse/shop.sqlite.gz"):
         assert (tmp_path / rel).read_bytes() == (rebuilt / rel).read_bytes(), rel
 
 
 # --- the warehouse ---------------------------------------------------------------------------
 def test_shop_warehouse_is_small_read_only_and_has_the_business():
     assert SHOP.stat().st_size < 6 * 1024 * 1024
+    assert SHOP.with_name("shop.sqlite.gz").stat().st_size < 2 * 1024 * 1024  # what the repository carries
     conn = _shop()
     try:
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}

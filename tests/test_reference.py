@@ -15,9 +15,10 @@ from axon_eval.reference import (Assessment, EvidenceError, HeuristicReferenceJu
 from axon_eval.reference.evaluate import (agreement, grade_set, grade_table, load_labels, load_responses,
                                           seed_examples)
 from axon_eval.reference.spec import Criterion, dump_questions
+from axon_eval.fixtures.shop import shop_database
 
 ROOT = Path(__file__).resolve().parents[1]
-SHOP = ROOT / "data" / "warehouse" / "shop.sqlite"
+SHOP = shop_database(ROOT / "data")  # expanded from the committed shop.sqlite.gz
 REF = ROOT / "data" / "reference"
 
 
