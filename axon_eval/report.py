@@ -41,6 +41,7 @@ import pandas as pd
 
 from .rubric import BANDS, CAP_FACTS, DIMENSIONS, Rubric
 from .runs import Run, atomic_write_text
+from .runs.load import audit_path
 from .urls import InvalidEndpoint, is_loopback_url, mask_url, sanitize_url
 from .summaries import (
     JUDGED,
@@ -67,7 +68,6 @@ REPORT_COLUMNS: tuple[str, ...] = (
     "model", "prompt_version", "rubric_id", "status", "error",
 )
 #: Names of a run's audit file, plain first.
-AUDIT_FILES: tuple[str, ...] = ("audit.jsonl", "audit.jsonl.gz")
 #: Short headers of the four dimensions in the table of all segments.
 DIMENSION_HEADERS = {"intent_understood": "intent", "sql_quality": "SQL", "result_relevance": "rows",
                      "answer_faithfulness": "faithful"}
@@ -705,14 +705,6 @@ def read_jsonl_records(path: Path, problems: list[str]) -> list[dict[str, Any]]:
     return records
 
 
-def audit_file(folder: Path) -> Path:
-    """The audit of a run folder: ``audit.jsonl``, else ``audit.jsonl.gz``, else the plain name."""
-    for name in AUDIT_FILES:
-        if (folder / name).exists():
-            return folder / name
-    return folder / AUDIT_FILES[0]
-
-
 def stream_audit(path: Path, wanted: set[str], problems: list[str]) -> Iterator[dict[str, Any]]:
     """The entries of an audit file (``.jsonl``, or gzip ``.jsonl.gz``) whose ``segment_id`` is in
     ``wanted``, read one line at a time.
@@ -767,7 +759,7 @@ def write_report(run_folder: str | Path, *, output: str | Path | None = None,
     rubric = _rubric_of(m)
     wanted = set(worst_segment_ids(segment_table(results, rubric), n_worst))
     figures = _figure_uris_from_folder(folder / "figures") or _figure_uris_from_results(results, rubric)
-    page = render_report_parts(m, results, invalid, stream_audit(audit_file(folder), wanted, problems),
+    page = render_report_parts(m, results, invalid, stream_audit(audit_path(folder), wanted, problems),
                                figures, n_worst=n_worst, audit_problems=problems)
     path = Path(output) if output is not None else folder / "report.html"
     atomic_write_text(path, page)
