@@ -67,7 +67,6 @@ REPORT_COLUMNS: tuple[str, ...] = (
     "caps_applied", "notes", *CAP_FACTS, "recovered_errors", "n_steps", "n_sql_executed", "judge_id",
     "model", "prompt_version", "rubric_id", "status", "error",
 )
-#: Names of a run's audit file, plain first.
 #: Short headers of the four dimensions in the table of all segments.
 DIMENSION_HEADERS = {"intent_understood": "intent", "sql_quality": "SQL", "result_relevance": "rows",
                      "answer_faithfulness": "faithful"}
