@@ -41,6 +41,7 @@ import pandas as pd
 
 from .rubric import BANDS, CAP_FACTS, DIMENSIONS, Rubric
 from .runs import Run, atomic_write_text
+from .runs.io import read_parquet
 from .runs.load import audit_path
 from .urls import InvalidEndpoint, is_loopback_url, mask_url, sanitize_url
 from .summaries import (
@@ -684,7 +685,7 @@ def read_report_results(path: Path) -> pd.DataFrame:
     import pyarrow.parquet as pq
 
     present = set(pq.read_schema(path).names)
-    return pd.read_parquet(path, columns=[c for c in REPORT_COLUMNS if c in present])
+    return read_parquet(path, columns=[c for c in REPORT_COLUMNS if c in present])  # the runs' bounded reader
 
 
 def read_jsonl_records(path: Path, problems: list[str]) -> list[dict[str, Any]]:
