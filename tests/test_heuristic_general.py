@@ -359,3 +359,128 @@ def test_code_hash_covers_lexicon_files():
     from axon_eval.judges.heuristic import judge as judge_module
 
     assert ".yaml" in judge_module.CODE_SUFFIXES and len(judge_module.heuristic_code_hash()) == 10
+
+
+# ---------------------------------------------------------------------------------------------
+# classes found on the out-of-domain and horizon sets (each written here in three domains)
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("text,names", [
+    ("Compare Harbour City and Saltmere in 2024.", ["Harbour City", "Saltmere"]),
+    ("Rank Florida and New York by revenue.", ["Florida", "New York"]),
+    ("Summarise Northwind Capital's fees for 2024.", ["Northwind Capital"]),
+])
+def test_a_request_verb_opening_the_question_is_not_part_of_a_name(text, names):
+    assert [n.token for n in hc.extract_names(text)] == names
+
+
+BUNDLED_CODE_CASES = {
+    "sports": ("How many players does Harbour City have? How many tries were scored in 2024?",
+               "SELECT COUNT(*) AS players FROM players WHERE team_code = 'HC'", ["players"], [[31]],
+               "SELECT COUNT(*) AS tries FROM events WHERE event_type = 'try' AND match_date < '2024-01-01'", ["tries"], [[412]]),
+    "retail": ("How many customers do we have in California? What was the refund rate in 2024?",
+               "SELECT COUNT(*) AS customers FROM customers WHERE state = 'CA'", ["customers"], [[809]],
+               "SELECT ROUND(100.0 * SUM(refunded) / COUNT(*), 2) AS refund_rate FROM orders "
+               "WHERE order_date < '2024-01-01'", ["refund_rate"], [[6.82]]),
+    "finance": ("How many accounts are held in New York? What were fees in 2024?",
+                "SELECT COUNT(*) AS accounts FROM accounts WHERE branch_state = 'NY'", ["accounts"], [[1204]],
+                "SELECT SUM(amount) AS fees FROM ledger WHERE kind = 'fee' AND booked_on < '2024-01-01'",
+                ["fees"], [[18250.0]]),
+}
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_bundled_segment_is_answered_by_its_coded_statement_and_takes_no_later_period(domain):
+    """The first question names a place only as a code in the SQL ('CA') and no period; the period
+    of the second question does not carry back to it, and the code grounds the right statement."""
+    q, sql1, c1, r1, sql2, c2, r2 = BUNDLED_CODE_CASES[domain]
+    turn = Turn.model_validate({
+        "schema_version": 1, "turn_id": "g-2", "captured_at": "2026-07-01T00:00:00Z", "region": "eu",
+        "surface": "mcp", "client": "c", "question": q, "answer": None,
+        "steps": [sql_step(sql1, c1, r1), sql_step(sql2, c2, r2)]})
+    first, second = (render_view(s, 20) for s in split_segments(turn))
+    v1, d1 = judge(first, domain)
+    assert d1["answer_step"] == 1 and v1.verdict == "good" and d1["band"] == "good", v1.explanation
+    v2, d2 = judge(second, domain)
+    assert d2["answer_step"] == 2 and "different question" in v2.explanation  # its period is wrong
+
+
+AMOUNT_FOR_COUNT = {
+    "sports": ("How many metres did Harbour City gain in 2024?", "metres", [["Harbour City", 10234.5]]),
+    "retail": ("How many units of Saltmix Pro did we sell in 2024?", "total", [["Saltmix Pro", 160887.79]]),
+    "finance": ("How many trades did the Northwind fund make in 2024?", "volume", [["Northwind", 1250000.5]]),
+}
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_a_count_question_answered_with_fractional_amounts_is_a_different_question(domain):
+    q, col, rows = AMOUNT_FOR_COUNT[domain]
+    sql = f"SELECT name, ROUND(SUM(x), 2) AS {col} FROM facts WHERE year = 2024 GROUP BY name"
+    answer = f"{rows[0][0]} came to {rows[0][1]:,} in 2024."
+    v, details = judge(make_view(q, [sql_step(sql, ["name", col], rows)], answer), domain)
+    assert "no whole number" in v.explanation and details["band"] == "poor", v.explanation
+    # a whole-number result, or a ratio asked for, is not flagged
+    whole = [[rows[0][0], 412]]
+    v2, _ = judge(make_view(q, [sql_step(sql, ["name", col], whole)], f"{rows[0][0]}: 412."), domain)
+    assert "no whole number" not in v2.explanation
+    ratio_q = q.replace("How many", "On average, how many").replace(" in 2024?", " per month in 2024?")
+    v3, _ = judge(make_view(ratio_q, [sql_step(sql, ["name", col], rows)], answer), domain)
+    assert "no whole number" not in v3.explanation
+
+
+NARROWED_BY_CODE = {
+    "sports": ("What did the 2023 pool standings look like, and how many league points did Kestrel Bay finish with?",
+               "SELECT team, league_points FROM standings WHERE year = 2023 AND pool = 'A' ORDER BY league_points DESC",
+               ["team", "league_points"], [["Highmoor", 32], ["Northwick Vale", 22], ["Thornmere", 26]]),
+    "retail": ("What were 2024 sales by store, and how much did Lake Forest sell?",
+               "SELECT store, SUM(total) AS sales FROM orders WHERE year = 2024 AND region = 'W' GROUP BY store",
+               ["store", "sales"], [["Springfield", 3200.5], ["Oak Ridge", 2100.25], ["Bayside", 900.0]]),
+    "finance": ("What were 2024 balances by fund, and what did Silver Creek hold?",
+                "SELECT fund, balance FROM balances WHERE year = 2024 AND tier = 'T1'",
+                ["fund", "balance"], [["Northwind", 120.5], ["Blue Harbor", 88.0], ["Redwood", 61.25]]),
+}
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_an_unmapped_code_filter_that_drops_the_asked_name_narrows_the_set(domain):
+    """Names of the asked kind fill a column (one word or two), the asked name is not among them and a
+    code filter on another column is not in the question: the filter narrowed the set."""
+    q, sql, cols, rows = NARROWED_BY_CODE[domain]
+    v, details = judge(make_view(q, [sql_step(sql, cols, rows)], "The top row is shown above."), domain)
+    assert "narrows the set" in v.explanation and v.result_relevance <= 5, v.explanation
+
+
+PER_ROW_FIGURE = {
+    "sports": ("How many points did Thornmere score in 2024?", ["team", "points_for", "league_points"],
+               [["Ironhollow", 305, 32], ["Thornmere", 260, 24], ["Saltmere", 245, 24]], "Thornmere scored 260 points."),
+    "retail": ("How many orders did Texas place in 2024?", ["state", "orders", "returns"],
+               [["CA", 1082, 40], ["TX", 972, 31], ["FL", 753, 22]], "Texas placed 972 orders in 2024."),
+    "finance": ("How many trades did Northwind make in 2024?", ["fund", "trades", "fees"],
+                [["Northwind", 412, 20], ["Redwood", 200, 9], ["Blue Harbor", 150, 7]], "Northwind made 412 trades."),
+}
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_a_figure_one_row_holds_is_not_a_total_the_rows_fail_to_reach(domain):
+    q, cols, rows, answer = PER_ROW_FIGURE[domain]
+    sql = f"SELECT {cols[0]}, SUM(a) AS {cols[1]}, SUM(b) AS {cols[2]} FROM facts WHERE year = 2024 GROUP BY {cols[0]}"
+    v, details = judge(make_view(q, [sql_step(sql, cols, rows)], answer), domain)
+    assert "incomplete" not in v.explanation and v.verdict == "good", v.explanation
+
+
+LOOKUP_OF_A_MEASURE_WORD = {
+    "sports": ("Who scored Highmoor's try in minute 6 of their match on 2023-04-08?",
+               ["minute", "team", "player", "event_type"], [[6, "Highmoor", "Hadrian Ormesby", "try"]],
+               "That try was scored by Hadrian Ormesby."),
+    "retail": ("Which customer placed the refund on 2024-03-02?", ["customer", "kind"],
+               [["Ada Brook", "refund"]], "Ada Brook placed that refund."),
+    "finance": ("Which desk booked the fee on 2024-05-01?", ["desk", "kind"], [["Rates Desk", "fee"]],
+                "The Rates Desk booked that fee."),
+}
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_a_measure_word_the_rows_hold_as_a_value_is_not_an_uncomputed_measure(domain):
+    q, cols, rows, answer = LOOKUP_OF_A_MEASURE_WORD[domain]
+    sql = f"SELECT {', '.join(cols)} FROM events WHERE event_date = '{q.split(' on ')[-1].rstrip('?')}'"
+    v, details = judge(make_view(q, [sql_step(sql, cols, rows)], answer), domain)
+    assert "computes nothing about" not in v.explanation and v.intent_understood == 10, v.explanation

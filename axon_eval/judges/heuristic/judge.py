@@ -124,8 +124,10 @@ class HeuristicJudge(Judge):
         profile = profile_question(view.question, lex)
         full = getattr(view, "full_question", view.question)
         if full != view.question and not profile.periods:
-            # a bundled segment that names no period inherits the period its turn names
-            whole = profile_question(full, lex)
+            # a bundled segment that names no period inherits one named before it (a preamble or an
+            # earlier question: context carries forward in English, never back from a later question)
+            at = full.find(view.question)
+            whole = profile_question(full[:at] if at >= 0 else full, lex)
             if whole.periods:
                 profile = replace(profile, periods=whole.periods, years=whole.years,
                                   relative_period=whole.relative_period)

@@ -128,11 +128,15 @@ between since until while also only just about around per use using note notes s
 january february march april may june july august september october november december
 monday tuesday wednesday thursday friday saturday sunday mr mrs ms dr st
 """.split())
-# Generic words trimmed from the ends of a capitalised sequence before it counts as a name.
+# Generic words trimmed from the ends of a capitalised sequence before it counts as a name: function
+# words, and the English verbs a request opens with ("Compare Florida and ..." names Florida).
 CORE_NAME_EDGES = frozenset("""
 the a an in on at of for to from by with and or this that these those their its table
 top overall note system no yes it there average total did does has have how who what
 which when where is was were are can could would should give list show tell send drop change
+please compare contrast rank sort order group split break find name count sum calculate compute
+estimate plot chart graph describe explain identify summarise summarize report return get fetch pull
+display provide check look break
 """.split())
 #: Particles inside a name (``of`` is not one: "A of B" is a player and his team).
 CONNECTORS = frozenset({"de", "da", "van", "von", "der", "du", "la", "le", "di", "al", "el"})

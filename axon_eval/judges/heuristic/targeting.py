@@ -18,7 +18,8 @@ from .text import _ISO_DATE, _TOKEN, _norm, _stem
 def step_grounding(profile: QuestionProfile, info: StepInfo) -> float:
     """How well a statement matches the question (used to pick the statement that answers it).
 
-    +2 per question measure the SQL computes, +2 per question entity in the filters or rows,
+    +2 per question measure the SQL computes, +2 per question entity in the filters or rows (written
+    out, or as a code that reads as it: an abbreviation or a lexicon entry),
     +1 per question year in the filters, +1 when a top-N question meets a LIMIT/ORDER BY, +1 per
     question word stem found in the SQL's identifiers or literals.
     """
@@ -30,8 +31,9 @@ def step_grounding(profile: QuestionProfile, info: StepInfo) -> float:
     literal_text = " ".join(sql.literals)
     for ent in profile.entities:
         e = ent.lower()
-        if e in literal_text or e in info.text:
-            score += 2
+        if e in literal_text or e in info.text or any(
+                filter_maps_to(profile, f, ent) in ("lexicon", "abbreviation") for f in sql.filters if not f.is_date):
+            score += 2  # an entity written as a code ('CA' for California) grounds the statement too
     score += len(profile.years & sql.years)
     rng = sql_date_range(sql) if profile.periods else None
     if rng is not None:
@@ -356,14 +358,15 @@ def _answer_takes_first_row(info: StepInfo, answer: str | None) -> bool:
 
 
 def _entity_columns(info: StepInfo, entity: str) -> list[str]:
-    """Result columns holding names shaped like ``entity`` (capitalised, as many words): the column a
-    filter on the entity itself would select by."""
+    """Result columns holding names shaped like ``entity``: mostly capitalised names, at least one of
+    them as many words as the entity (team names mix "Highmoor" and "Kestrel Bay", so the word count
+    of most values says nothing): the column a filter on the entity itself would select by."""
     n_words = len(entity.split())
     out = []
     for j, c in enumerate(info.step.columns):
         values = [row[j] for row in info.step.rows[:50] if j < len(row) and isinstance(row[j], str)]
-        if values and sum(1 for v in values if v[:1].isupper() and len(v.split()) == n_words
-                          and not v.isupper()) >= max(1, len(values) // 2):
+        names = [v for v in values if v[:1].isupper() and not v.isupper()]
+        if names and len(names) >= max(1, len(values) // 2) and any(len(v.split()) == n_words for v in names):
             out.append(c)
     return out
 
@@ -383,6 +386,28 @@ def _coded_cell(profile: QuestionProfile, info: StepInfo, entity: str) -> str:
 
 _OPS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 _HOW_MANY = re.compile(r"\bhow many (?:distinct |different |unique |individual )?([a-z]+)", re.I)
+
+
+#: words that make a "how many" question ask for a ratio, which may be fractional
+_RATIO_WORDS = re.compile(r"\b(?:per|average|avg|mean|on average|rate|ratio|share|percent(?:age)?|proportion|"
+                          r"fraction|typical(?:ly)?|median)\b|%", re.I)
+
+
+def _amount_for_count(profile: QuestionProfile, info: StepInfo, evidence: Any) -> str:
+    """A "how many <things>" question (no ratio asked) whose aggregating statement shows no whole
+    number at all: a count is an integer, so rows holding only fractional values (``160887.79`` for
+    "how many units") compute an amount, not the count asked for. Read from the rows, so it needs no
+    word list of measures; years and ids are not values of the answer and are skipped."""
+    m = _HOW_MANY.search(profile.text)
+    sql = info.sql
+    if not m or evidence is None or not sql.aggregates or _RATIO_WORDS.search(profile.text):
+        return ""
+    values = [c.value for c in evidence.cells if c.source == "row" and c.step == info.index
+              and not ({"year", "season", "id"} & set(c.column) or (c.column and c.column[-1] == "id"))]
+    if not values or any(float(v).is_integer() for v in values):
+        return ""
+    return (f"the question asks how many {m.group(1).lower()} but the rows of step {info.index} hold no whole "
+            f"number (e.g. {values[0]:g}): the SQL computes an amount, not a count")
 
 
 def _count_mismatch(profile: QuestionProfile, sql: SqlAnalysis) -> str:
@@ -489,12 +514,17 @@ def assess_targeting(profile: QuestionProfile, info: StepInfo, horizon: int,
         if where == "alias" and sql.count_only and not sql.arithmetic and not sql.conditional_agg:
             t.wrong_scope.append(f"the question asks for {meas} but the SQL only names a COUNT '{meas}' "
                                  "without any condition that selects them")
-        elif where == "":
+        elif where == "" and not (not profile.wants_aggregate and profile.lexicon.measures[meas][0].search(info.text)):
+            # a measure word the shown rows hold as a value ("who scored the try" over rows of
+            # event_type 'try') is a thing being looked up, not a quantity left uncomputed
             t.missing_measure.append(meas)
     t.missing_measure.extend(evidence_measures(profile, info, evidence))
     counted = _count_mismatch(profile, sql)
     if counted:
         t.wrong_scope.append(f"the question asks how many {counted}")
+    amount = _amount_for_count(profile, info, evidence)
+    if amount:
+        t.wrong_scope.append(amount)
     asked = [m for m in profile.measures if m not in ("average", "percentage", "margin")]
     if asked and all(m in t.missing_measure for m in asked) and sql.aggregates:
         t.wrong_scope.append(f"the question asks for {', '.join(sorted(asked))} but the SQL aggregates something "
