@@ -14,6 +14,9 @@ shown beside it for information.
   item): the same figures with the default judge (``heuristic``, sports lexicon: domain-general by
   construction) -- band kappa target >= 0.65, fabricated caught >= 90% -- and, for information, with
   ``heuristic(lexicon=retail)``.
+* **candidate rubric** ``axon-v1-faithpartial`` (NOT the default; :data:`CANDIDATE_RUBRIC`): the band
+  kappa of the same judgements under a rubric where an unfaithful answer cannot be good, printed for
+  the rubric's owner beside the default's (no goal: it is a rubric decision, not a judge figure).
 * **held-out sample** rebuilt from the rugby templates with other seeds (:data:`HELD_OUT_SEEDS`): new
   teams, seasons, values and phrasings from the *same* templates -- it shows values are not
   memorised, not that the checks generalise.
@@ -54,6 +57,9 @@ BAND_KAPPA_GOAL_SAMPLE = 0.75
 BAND_KAPPA_GOAL_OOD = 0.65
 FABRICATED_GOAL = 0.90
 THROUGHPUT_GOAL = 500.0
+#: A packaged candidate rubric (not the default) whose band agreement is printed for information: the
+#: figure a rubric decision would give, next to the default's (see ``rubrics/axon-v1-faithpartial.yaml``).
+CANDIDATE_RUBRIC = "axon-v1-faithpartial"
 
 
 def _row(name: str, value: float, unit: str, target: str = "", ok: bool | None = None, **extra: Any) -> dict[str, Any]:
@@ -99,12 +105,14 @@ def heuristic_throughput(paths: Sequence[str | Path] | str | Path = (SAMPLE_TURN
     return len(views) / best, best, len(views)
 
 
-def measure(turns_path: str | Path, labels_path: str | Path, spec_lexicon: str | None = None) -> dict[str, Any]:
+def measure(turns_path: str | Path, labels_path: str | Path, spec_lexicon: str | None = None,
+            rubric: Rubric | None = None) -> dict[str, Any]:
     """Agreement of the heuristic (``lexicon``) with the labels of one set: band and verdict kappa,
-    fabricated-figure claims caught, all claims caught, subscores inside the labelled ranges."""
+    fabricated-figure claims caught, all claims caught, subscores inside the labelled ranges. The band
+    is the scorer's under ``rubric`` (default: the default rubric)."""
     turns, invalid = load_turns(turns_path)
     views = build_views(turns, Rubric.default())
-    judge = HeuristicJudge(lexicon=spec_lexicon)
+    judge = HeuristicJudge(lexicon=spec_lexicon, rubric=rubric)
     records = [judge.judge(v) for v in views]
     bands = {r.segment_id: r.extra["heuristic"]["band"] for r in records if r.verdict is not None}
     agreement = label_agreement(results_from_records(records, bands), load_labels(labels_path))
@@ -144,10 +152,18 @@ def bench_heuristic(turns_path: str | Path = SAMPLE_TURNS, labels_path: str | Pa
     sample = measure(turns_path, labels_path)
     rows += _agreement_rows("bundled sample (IN-SAMPLE: the checks were written on it)", sample,
                             BAND_KAPPA_GOAL_SAMPLE, FABRICATED_GOAL)
+    candidate = Rubric.packaged(CANDIDATE_RUBRIC)
+    rows.append(_row(f"bundled sample (IN-SAMPLE), candidate rubric {CANDIDATE_RUBRIC} (NOT the default): "
+                     "kappa scorer band vs labels", round(measure(turns_path, labels_path, rubric=candidate)["band_kappa"], 3),
+                     "kappa", rubric_id=candidate.id))
     if Path(ood_turns).exists() and Path(ood_labels).exists():
         ood = measure(ood_turns, ood_labels)
         rows += _agreement_rows("out-of-domain e-commerce set (default heuristic)", ood, BAND_KAPPA_GOAL_OOD,
                                 FABRICATED_GOAL)
+        rows.append(_row(f"out-of-domain e-commerce set, candidate rubric {CANDIDATE_RUBRIC} (NOT the default): "
+                         "kappa scorer band vs labels",
+                         round(measure(ood_turns, ood_labels, rubric=candidate)["band_kappa"], 3), "kappa",
+                         rubric_id=candidate.id))
         retail = measure(ood_turns, ood_labels, "retail")
         rows += _agreement_rows("out-of-domain e-commerce set, heuristic(lexicon=retail)", retail, None, None)[:2]
     with tempfile.TemporaryDirectory(prefix="axon-heldout-") as tmp:
