@@ -18,6 +18,24 @@ def test_faithcap_is_axon_v1_plus_only_the_faithfulness_cap():
     assert Rubric.resolve("axon-v1-faithcap") == faithcap
 
 
+def test_faithpartial_caps_an_unfaithful_answer_at_the_top_of_partial():
+    from axon_eval.scoring import score_turn
+    base, cand = Rubric.default(), Rubric.packaged("axon-v1-faithpartial")
+    assert [(c.dimension, c.at_or_below, c.cap) for c in cand.subscore_caps] == [("answer_faithfulness", 3, 79)]
+    assert cand.model_dump(exclude={"name", "subscore_caps"}) == base.model_dump(exclude={"name", "subscore_caps"})
+    assert cand.id not in (base.id, Rubric.packaged("axon-v1-faithcap").id)
+    facts = {"all_sql_failed": False, "ended_on_failure": False, "no_tools": False}
+    sub = dict(intent_understood=10, sql_quality=10, result_relevance=10)
+    # 10*(0.3*10 + 0.25*10 + 0.25*10 + 0.2*3) = 86 good under axon-v1; capped at 79 partial
+    assert (score_turn({**sub, "answer_faithfulness": 3}, facts, base).band) == "good"
+    s3 = score_turn({**sub, "answer_faithfulness": 3}, facts, cand)
+    assert (s3.raw_score, s3.score, s3.band) == (86.0, 79.0, "partial")
+    s4 = score_turn({**sub, "answer_faithfulness": 4}, facts, cand)
+    assert (s4.score, s4.band) == (88.0, "good")
+    # null faithfulness (no answer captured) never triggers it
+    assert score_turn({**sub, "answer_faithfulness": None}, facts, cand).score == 100.0
+
+
 def test_extends_changes_only_what_differs(tmp_path):
     child = tmp_path / "heavier-intent.yaml"
     child.write_text(yaml.safe_dump({"extends": "axon-v1", "name": "heavier-intent",
