@@ -5,15 +5,24 @@ rubric criterion pass / fail / unverifiable with a quote and names its numeric c
 verifies the assessment (each criterion once, quotes present, every numeric claim re-checked) and
 derives the grade. Parsing, checking and grading are pure functions; only :mod:`.evidence` touches a
 database.
+
+Grades are recorded like every other judgement: one :class:`~.records.GradeRecord` per response (judge,
+model, prompt version, latency, tokens, cost, cache key, cached), reused from the SQLite grade cache
+(:mod:`.cache`) while question, evidence, response and judge configuration are unchanged, and written to
+a run folder by :func:`~.run.grade_reference` (``python -m axon_eval grade-reference``, :mod:`.cli`).
 """
 
+from .cache import GradeCache
 from .evidence import Evidence, EvidenceError, ReadOnlyViolation, prepare_evidence, run_readonly
-from .grading import Assessment, Grade, JudgeOutput, NumericClaim, grade_response, grade_key
+from .grading import Assessment, Grade, JudgeOutput, Judgement, NumericClaim, grade_response
 from .heuristic import HeuristicReferenceJudge
 from .numeric import NumericCheck, check_claim, check_value
-from .spec import Criterion, Question, ReferenceValue, load_questions, dump_questions
+from .records import GradeRecord, grade_cache_key
+from .run import ReferenceRun, grade_reference, grade_responses, make_judge
+from .spec import Criterion, Question, ReferenceValue, dump_questions, load_questions
 
-__all__ = ["Assessment", "Criterion", "Evidence", "EvidenceError", "Grade", "HeuristicReferenceJudge",
-           "JudgeOutput", "NumericCheck", "NumericClaim", "Question", "ReadOnlyViolation", "ReferenceValue",
-           "check_claim", "check_value", "dump_questions", "grade_key", "grade_response", "load_questions",
-           "prepare_evidence", "run_readonly"]
+__all__ = ["Assessment", "Criterion", "Evidence", "EvidenceError", "Grade", "GradeCache", "GradeRecord",
+           "HeuristicReferenceJudge", "JudgeOutput", "Judgement", "NumericCheck", "NumericClaim", "Question",
+           "ReadOnlyViolation", "ReferenceRun", "ReferenceValue", "check_claim", "check_value", "dump_questions",
+           "grade_cache_key", "grade_reference", "grade_response", "grade_responses", "load_questions",
+           "make_judge", "prepare_evidence", "run_readonly"]

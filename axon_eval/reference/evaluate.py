@@ -9,17 +9,28 @@ from typing import Any
 
 import pandas as pd
 
-from .evidence import Evidence, prepare_evidence
-from .grading import Grade, grade_response
-from .heuristic import HeuristicReferenceJudge
+from .cache import GradeCache
 from .numeric import check_value
+from .records import GradeRecord
+from .run import grade_responses, make_judge
 from .spec import Question, load_questions
-
-JUDGES = {"heuristic": HeuristicReferenceJudge}
 
 
 def load_responses(path: str | Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+    """The recorded responses (JSON Lines: ``response_id``, ``question_id``, ``response``); a line that is
+    not a JSON object raises ``ValueError`` naming the file and line."""
+    out = []
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}, line {n}: not JSON: {exc.msg}") from None
+        if not isinstance(obj, dict):
+            raise ValueError(f"{path}, line {n}: expected a JSON object, got {type(obj).__name__}")
+        out.append(obj)
+    return out
 
 
 def load_labels(path: str | Path) -> pd.DataFrame:
@@ -27,52 +38,35 @@ def load_labels(path: str | Path) -> pd.DataFrame:
         return pd.DataFrame(list(csv.DictReader(fh)))
 
 
-def make_judge(name: str) -> Any:
-    """``heuristic`` (offline), or ``claude:<model>`` (the structured-output Claude reference judge; its
-    key and base URL come from ``ANTHROPIC_API_KEY`` / ``ANTHROPIC_BASE_URL`` when set)."""
-    if name.startswith("claude:"):
-        import os
-
-        from .claude import ClaudeReferenceJudge
-        return ClaudeReferenceJudge(name.split(":", 1)[1], api_key=os.environ.get("ANTHROPIC_API_KEY"),
-                                    base_url=os.environ.get("ANTHROPIC_BASE_URL"))
-    if name not in JUDGES:
-        raise ValueError(f"unknown reference judge {name!r} (known: {sorted(JUDGES)} or claude:<model>)")
-    return JUDGES[name]()
-
-
 def grade_set(questions: list[Question], responses: list[dict[str, Any]], db_path: str | Path,
-              judge: Any, *, reuse: dict[str, Grade] | None = None) -> list[Grade]:
-    """Grade every response. Evidence is prepared once per question; a grade whose key (question,
-    evidence, response, judge configuration) is in ``reuse`` is taken from there, not recomputed."""
-    by_id = {q.id: q for q in questions}
-    evidence: dict[str, Evidence] = {}
-    out: list[Grade] = []
-    for r in responses:
-        q = by_id[r["question_id"]]
-        if q.id not in evidence:
-            evidence[q.id] = prepare_evidence(q, db_path)
-        ev = evidence[q.id]
-        try:
-            output = judge.assess(q, ev, r["response"]) if ev.ok else None
-        except Exception as exc:  # a judge failure stays visible as an error grade, never a guess
-            out.append(Grade(q.id, r["response_id"], judge.judge_id, "error",
-                             [f"judge error: {type(exc).__name__}: {exc}"], [], []))
-            continue
-        g = grade_response(q, ev, r["response_id"], r["response"], output, judge_config=judge.config())
-        if reuse is not None:
-            g = reuse.setdefault(g.key, g)
-        if not g.judge_id:
-            g.judge_id = judge.judge_id
-        out.append(g)
-    return out
+              judge: Any, *, cache: GradeCache | None = None, max_cost_usd: float | None = None,
+              concurrency: int = 4) -> list[GradeRecord]:
+    """Grade every response (no run folder): :func:`.run.grade_responses`, records in input order."""
+    return grade_responses(questions, responses, db_path, judge, cache=cache, max_cost_usd=max_cost_usd,
+                           concurrency=concurrency).records
 
 
-def grade_table(grades: list[Grade], labels: pd.DataFrame | None = None) -> pd.DataFrame:
+#: Columns of the grade table besides the label columns.
+GRADE_COLUMNS = ("response_id", "question_id", "grade", "error_kind", "reasons", "n_criteria", "n_numeric",
+                 "n_numeric_failed", "judge_id", "model", "prompt_version", "latency_ms", "input_tokens",
+                 "output_tokens", "cache_read_tokens", "cache_creation_tokens", "cost_usd", "cached", "cache_key")
+
+
+def grade_table(grades: list[GradeRecord], labels: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per record (:data:`GRADE_COLUMNS`; ``reasons`` joined by ``; ``); with ``labels`` also
+    ``layer``, ``split``, ``defect``, ``expected_grade`` and the :func:`outcome`. Tokens and cost are
+    NaN when unknown (never 0)."""
     rows = [{"response_id": g.response_id, "question_id": g.question_id, "grade": g.grade,
-             "reasons": "; ".join(g.reasons), "n_numeric": len(g.numeric),
-             "n_numeric_failed": len(g.numeric_failures)} for g in grades]
-    df = pd.DataFrame(rows)
+             "error_kind": g.error_kind, "reasons": "; ".join(g.reasons), "n_criteria": len(g.criteria),
+             "n_numeric": len(g.numeric), "n_numeric_failed": len(g.numeric_failures), "judge_id": g.judge_id,
+             "model": g.model, "prompt_version": g.prompt_version, "latency_ms": g.latency_ms,
+             "input_tokens": g.input_tokens, "output_tokens": g.output_tokens,
+             "cache_read_tokens": g.cache_read_tokens, "cache_creation_tokens": g.cache_creation_tokens,
+             "cost_usd": g.cost_usd, "cached": g.cached, "cache_key": g.cache_key} for g in grades]
+    df = pd.DataFrame(rows, columns=list(GRADE_COLUMNS))
+    for col in ("latency_ms", "input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens",
+                "cost_usd"):
+        df[col] = pd.to_numeric(df[col], errors="coerce").astype("float64")
     if labels is not None:
         df = df.merge(labels[["response_id", "layer", "split", "defect", "expected_grade"]], on="response_id",
                       how="left")
@@ -133,12 +127,13 @@ def seed_examples() -> list[dict[str, Any]]:
     return rows
 
 
-def numeric_failures(grades: list[Grade]) -> pd.DataFrame:
-    rows = [{"response_id": g.response_id, **c.to_dict()} for g in grades for c in g.numeric_failures]
+def numeric_failures(grades: list[GradeRecord]) -> pd.DataFrame:
+    """Every numeric check outside tolerance, one row per check, with its response id."""
+    rows = [{"response_id": g.response_id, **c} for g in grades for c in g.numeric_failures]
     return pd.DataFrame(rows, columns=["response_id", "reference_id", "token", "declared_unit", "reference",
                                        "reported", "converted", "rule", "tolerance", "difference",
                                        "within_tolerance", "error"])
 
 
-__all__ = ["SEED_EXAMPLES", "agreement", "grade_set", "grade_table", "load_labels", "load_questions",
+__all__ = ["GRADE_COLUMNS", "SEED_EXAMPLES", "agreement", "grade_set", "grade_table", "load_labels", "load_questions",
            "load_responses", "make_judge", "numeric_failures", "outcome", "seed_examples"]

@@ -60,10 +60,16 @@ class Evidence:
     def ok(self) -> bool:
         return self.error is None
 
-    def hash(self) -> str:
+    def sha256(self) -> str:
+        """Hex SHA-256 of every value and row (and the error): part of the grade key."""
         text = json.dumps({"values": self.values, "results": self.results, "error": self.error}, sort_keys=True,
                           default=str)
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: question id, values, results (SQL, columns, every row), error, sha256."""
+        return {"question_id": self.question_id, "values": self.values, "results": self.results,
+                "error": self.error, "sha256": self.sha256()}
 
 
 def prepare_evidence(question: Question, db_path: str | Path) -> Evidence:

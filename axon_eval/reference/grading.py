@@ -13,8 +13,6 @@ checks that every criterion is assessed exactly once, that every quote occurs in
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -53,6 +51,34 @@ class JudgeOutput:
 
 
 @dataclass
+class Judgement:
+    """What one judge call gave for one response: its ``output`` (``None`` when the call failed or the
+    reply could not be parsed, with the reason in ``error``), wall time in ms, tokens and cost in USD
+    (``None`` when unknown or no API call), and call details (request id, tries, raw reply, notes)."""
+
+    output: JudgeOutput | None
+    error: str | None = None
+    latency_ms: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_creation_tokens: int | None = None
+    cost_usd: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if (self.output is None) == (self.error is None):
+            raise ValueError(f"a judgement holds exactly one of output or error (error={self.error!r})")
+
+    def call_fields(self) -> dict[str, Any]:
+        """Latency, tokens, cost and extra, as :class:`~.records.GradeRecord` fields."""
+        return {"latency_ms": self.latency_ms, "input_tokens": self.input_tokens,
+                "output_tokens": self.output_tokens, "cache_read_tokens": self.cache_read_tokens,
+                "cache_creation_tokens": self.cache_creation_tokens, "cost_usd": self.cost_usd,
+                "extra": dict(self.extra)}
+
+
+@dataclass
 class Grade:
     question_id: str
     response_id: str
@@ -87,17 +113,10 @@ def quote_occurs(quote: str, response: str) -> bool:
     return bool(q) and q in normalise(response)
 
 
-def grade_key(question: Question, evidence: Evidence, response: str, judge_config: dict[str, Any]) -> str:
-    """A grade is reusable only while question, evidence, response and judge configuration are unchanged."""
-    text = json.dumps({"question": question.to_dict(), "evidence": evidence.hash(),
-                       "response": hashlib.sha256(response.encode()).hexdigest(), "judge": judge_config},
-                      sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:20]
-
-
 def grade_response(question: Question, evidence: Evidence, response_id: str, response: str,
-                   output: JudgeOutput | None, *, judge_config: dict[str, Any] | None = None) -> Grade:
-    key = grade_key(question, evidence, response, judge_config or {})
+                   output: JudgeOutput | None, *, key: str = "") -> Grade:
+    """Verify ``output`` (the judge's assessment of ``response``) and derive the grade (module docstring).
+    ``output`` may be ``None`` only when the evidence failed. ``key``: the grade key to carry."""
     judge_id = output.judge_id if output else ""
     if not evidence.ok:
         return Grade(question.id, response_id, judge_id, "error",

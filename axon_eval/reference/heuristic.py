@@ -12,10 +12,13 @@ the reference values (no model). Named ``heuristic-reference/v1``.
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Sequence
+from functools import lru_cache
 
 from ..judges.heuristic.text import extract_numbers, split_sentences
 from .evidence import Evidence
-from .grading import Assessment, JudgeOutput, NumericClaim
+from .grading import Assessment, Judgement, JudgeOutput, NumericClaim
 from .numeric import check_claim
 from .spec import Criterion, Question
 
@@ -38,11 +41,47 @@ def _closeness(x: float, ref: float) -> float:
     return min(best, 9.0) + (0.0 if (x > 0) == (ref > 0) else 0.001)
 
 
+@lru_cache(maxsize=1)
+def heuristic_reference_code() -> str:
+    """Short SHA-256 of this module's source: part of the judge's prompt version and configuration, so an
+    edited rule is never served a grade cached by the previous code."""
+    from .records import source_sha256
+
+    return source_sha256("axon_eval.reference.heuristic")[:10]
+
+
 class HeuristicReferenceJudge:
+    """Code only: no model, no tokens, no cost (``cost_usd`` stays ``None``: no API call was made)."""
+
     judge_id = "heuristic-reference/v1"
+    model = "heuristic-reference"
+
+    @property
+    def prompt_version(self) -> str:
+        return f"heuristic-reference-v1+{heuristic_reference_code()}"
 
     def config(self) -> dict[str, str]:
-        return {"judge_id": self.judge_id}
+        return {"judge_id": self.judge_id, "code": heuristic_reference_code()}
+
+    def estimate_cost_usd(self, question: Question, evidence: Evidence, response: str) -> float | None:
+        """Free: ``None`` (no API call)."""
+        return None
+
+    def judge_many(self, requests: Sequence[tuple[Question, Evidence, str]], *,
+                   concurrency: int = 1) -> list[Judgement]:
+        """One :class:`Judgement` per ``(question, evidence, response)``, in order (``concurrency`` unused:
+        the rules run in microseconds)."""
+        out = []
+        for question, evidence, response in requests:
+            start = time.perf_counter()
+            try:
+                output = self.assess(question, evidence, response)
+            except Exception as exc:  # a rule that crashes is a visible judge error, never a grade
+                out.append(Judgement(None, error=f"judge error: {type(exc).__name__}: {exc}",
+                                     latency_ms=(time.perf_counter() - start) * 1000.0))
+                continue
+            out.append(Judgement(output, latency_ms=(time.perf_counter() - start) * 1000.0))
+        return out
 
     def assess(self, question: Question, evidence: Evidence, response: str) -> JudgeOutput:
         out = JudgeOutput(self.judge_id)
