@@ -60,6 +60,13 @@ def test_smoke_run_writes_the_study(tmp_path, monkeypatch):
     assert manifest["status"] == "complete" and manifest["kind"] == "study"
     assert {"data/reference/questions.yaml", "data/reference/responses.jsonl",
             "data/reference/labels.csv"} <= set(manifest["input_files"])
+    # graded by the package call of `grade-reference`, recorded in the study folder and the grade cache
+    for name in ("grades.parquet", "grades.jsonl", "evidence.jsonl", "agreement.json", "report.html"):
+        assert (result.run_dir / name).is_file(), name
+    assert manifest["judge_id"] == "heuristic-reference/v1" and manifest["cache_misses"] == 72
+    assert manifest["counts"]["turns"] == 75 and manifest["counts"]["invalid"] == 3
+    assert (tmp_path / ".cache" / "verdicts.sqlite").is_file()
+    assert json.loads((result.run_dir / "agreement.json").read_text())["heldout"]["false_pass"] == 0
     executed = nbformat.read(result.run_dir / f"{STUDY}.ipynb", as_version=4)
     assert not [o for c in executed.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     page = (result.run_dir / f"{STUDY}.html").read_text()
