@@ -281,3 +281,15 @@ def test_unparseable_or_truncated_replies_are_error_grades_never_fails_and_are_r
     assert "truncated by the token limit" in bad.loc["d_refund_rate#exact", "reasons"]
     assert (bad["input_tokens"] == 900).all()  # the failed calls' tokens and cost are still recorded
     assert "false fail 0" in capsys.readouterr().out  # an error is not counted as a fail
+
+
+def test_a_rehearsal_against_the_default_fake_server_sends_every_grade_to_review(tmp_path):
+    """The fake server's own reference reply: schema-valid, every criterion unverifiable, so nothing passes."""
+    with FakeJudgeServer(lifetime_s=60) as server:
+        run = grade_reference(QUESTIONS, RESPONSES, f"claude:claude-haiku-4-5@{server.url}",
+                              question_ids=["d_refund_rate", "g_broken_reference"], out_dir=tmp_path)
+        assert server.requests == 3  # the broken question's responses never reach the judge
+    grades = {r.response_id: (r.grade, r.error_kind) for r in run.records}
+    assert [g for g, _ in grades.values()].count("review_required") == 3
+    assert {k for g, k in grades.values() if g == "error"} == {"evidence"}
+    assert run.manifest.status == "complete" and run.manifest.input_tokens == 3 * 900

@@ -4,6 +4,7 @@
 
 * ``POST /v1/messages``          an Anthropic ``message`` carrying a verdict: JSON text when the request
                                  has ``output_config`` (structured mode), prose otherwise (free-text mode);
+                                 a reference-grading request (issue 14) gets :func:`reference_reply`;
 * ``POST /v1/chat/completions``  an OpenAI ``chat.completion``, JSON when the request has
                                  ``response_format``, prose otherwise;
 * Message Batches, as the Anthropic API: ``POST /v1/messages/batches`` (create), ``GET
@@ -116,9 +117,31 @@ def _error(status: int, kind: str, message: str) -> tuple[int, dict[str, str], A
     return status, {}, {"type": "error", "error": {"type": kind, "message": message}}
 
 
+def reference_reply(body: dict[str, Any]) -> dict[str, Any] | None:
+    """For a reference-grading request (``axon_eval.reference.claude``: its output schema asks for
+    ``assessments``), a schema-valid reply marking every criterion of the request's spec ``unverifiable``
+    with no numeric claim, so a rehearsal exercises the whole grading path and every grade is
+    review_required (never a pass); ``None`` for any other request."""
+    schema = ((body.get("output_config") or {}).get("format") or {}).get("schema") or {}
+    if "assessments" not in (schema.get("properties") or {}):
+        return None
+    content = (body.get("messages") or [{}])[0].get("content")
+    try:
+        spec = json.loads(str(content).split("<spec>\n", 1)[1].split("\n</spec>", 1)[0])
+        ids = [str(c["id"]) for c in spec["criteria"]]
+    except (IndexError, ValueError, KeyError, TypeError):
+        ids = []
+    return {"assessments": [{"criterion_id": i, "status": "unverifiable", "quote": "",
+                             "reason": "fake server: not assessed"} for i in ids], "claims": []}
+
+
 def default_responder(path: str, body: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
-    """Answer a message request: JSON verdict when an output schema was sent, else prose."""
+    """Answer a message request: JSON verdict when an output schema was sent, else prose (a reference-grading
+    request gets :func:`reference_reply`)."""
     verdict = default_verdict(_request_text(body))
+    reference = reference_reply(body) if path.endswith("/v1/messages") else None
+    if reference is not None:
+        return 200, {}, anthropic_message_json(json.dumps(reference), model=str(body.get("model", "claude-fake")))
     if path.endswith("/v1/messages"):
         text = json.dumps(verdict) if "output_config" in body else free_text_reply(verdict)
         return 200, {}, anthropic_message_json(text, model=str(body.get("model", "claude-fake")))
