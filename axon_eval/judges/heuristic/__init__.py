@@ -70,9 +70,13 @@ from .judge import HEURISTIC_VERSION, HeuristicJudge, decide_verdict, heuristic_
 
 
 def clear_caches() -> None:
-    """Empty the parse caches (question profiles, SQL analyses): a cold start, as for a benchmark."""
-    from .text import _stem
+    """Empty every memo cache of the heuristic (question profiles, SQL analyses, identifier words,
+    numbers of a text, word stems): a cold start, as for a benchmark."""
+    from .sql_facts import _parts
+    from .text import _numbers_in, _stem
 
     profile_question.cache_clear()
     analyse_sql.cache_clear()
+    _parts.cache_clear()
+    _numbers_in.cache_clear()
     _stem.cache_clear()

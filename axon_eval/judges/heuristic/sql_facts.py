@@ -103,8 +103,15 @@ class SqlAnalysis:
         return bool(self.filters) or bool(self.condition_columns)
 
 
-def _parts(name: str) -> list[str]:
-    return [p for p in re.split(r"[_\-\s.]+", name.lower()) if p]
+_NAME_SEPARATORS = re.compile(r"[_\-\s.]+")
+
+
+# Cached because the same few hundred column, table and function names are split tens of thousands of
+# times per pass (every statement, every check); a tuple so no caller can mutate the shared value.
+@functools.lru_cache(maxsize=8192)
+def _parts(name: str) -> tuple[str, ...]:
+    """The lower-case words of an identifier (``home_team.Score`` -> ``("home", "team", "score")``)."""
+    return tuple(p for p in _NAME_SEPARATORS.split(name.lower()) if p)
 
 
 _KINDS = ((exp.Select, "select"), (exp.Union, "select"), (exp.Insert, "insert"), (exp.Update, "update"),
