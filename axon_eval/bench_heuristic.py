@@ -85,8 +85,9 @@ def heuristic_throughput(paths: Sequence[str | Path] | str | Path = (SAMPLE_TURN
                          passes: int = 3, views: Sequence[Any] | None = None) -> tuple[float, float, int]:
     """Judge distinct views with cold parse caches; returns (turns/s of the best pass, its seconds, views).
 
-    Every ``lru_cache`` of the heuristic (question profiles, SQL analyses, word stems) is cleared
-    before each pass, and no view repeats within a pass.
+    Every memo cache of the heuristic (question profiles, SQL analyses, identifier words, numbers of
+    a text, word stems, the SQL walk's node classes: :func:`~axon_eval.judges.heuristic.clear_caches`)
+    is cleared before each pass, and no view repeats within a pass.
     """
     if views is None:
         views = distinct_views([paths] if isinstance(paths, str | Path) else paths)

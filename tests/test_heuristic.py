@@ -391,3 +391,27 @@ def test_throughput_helper_judges_distinct_views_with_cold_caches(monkeypatch):
     rate, seconds, n = bh.heuristic_throughput(views=views[:30], passes=2)
     assert n == 30 and rate > 0 and seconds > 0 and len(cleared) == 2
     assert hc.analyse_sql.cache_info().currsize <= 30
+
+
+@pytest.mark.skipif(not SAMPLE.exists(), reason="bundled sample not built")
+def test_clear_caches_empties_every_memo_of_the_package():
+    # The throughput figure is honest only if a pass starts cold: every per-input memo of the
+    # package (any lru_cache, and the SQL walk's node-class table) must be emptied by clear_caches.
+    # Not memos of inputs: the code hash and the loaded lexicon files (configuration, read once).
+    import importlib
+    import pkgutil
+
+    from axon_eval import bench_heuristic as bh
+
+    judge = HeuristicJudge()
+    for view in bh.distinct_views([SAMPLE])[:20]:
+        judge.judge(view)
+    hc.clear_caches()
+    memos = []
+    for info in pkgutil.iter_modules(hc.__path__):
+        module = importlib.import_module(f"{hc.__name__}.{info.name}")
+        memos += [f for f in vars(module).values() if hasattr(f, "cache_info") and f.__module__ == module.__name__
+                  and f.__name__ not in ("heuristic_code_hash", "_load_lexicon")]
+    assert {f.__name__ for f in memos} >= {"analyse_sql", "profile_question", "_parts", "_numbers_in", "_stem"}
+    assert all(f.cache_info().currsize == 0 for f in memos), [f.__name__ for f in memos if f.cache_info().currsize]
+    assert not hc.sql_facts._NODE_KINDS

@@ -70,9 +70,14 @@ from .judge import HEURISTIC_VERSION, HeuristicJudge, decide_verdict, heuristic_
 
 
 def clear_caches() -> None:
-    """Empty the parse caches (question profiles, SQL analyses): a cold start, as for a benchmark."""
-    from .text import _stem
+    """Empty every memo cache of the heuristic (question profiles, SQL analyses, identifier words,
+    numbers of a text, word stems, node classes of the SQL walk): a cold start, as for a benchmark."""
+    from .sql_facts import _NODE_KINDS, _parts
+    from .text import _numbers_in, _stem
 
     profile_question.cache_clear()
     analyse_sql.cache_clear()
+    _parts.cache_clear()
+    _NODE_KINDS.clear()
+    _numbers_in.cache_clear()
     _stem.cache_clear()

@@ -230,7 +230,7 @@ def build_evidence(view: Any, lexicon: Lexicon = DEFAULT) -> Evidence:
         count_known = bool(getattr(step, "row_count_known", True))
         row_text_parts: list[str] = []
         if step.status == "ok":
-            cols = [tuple(_parts(c)) for c in step.columns] or [()] * (len(rows[0]) if rows else 0)
+            cols = [_parts(c) for c in step.columns] or [()] * (len(rows[0]) if rows else 0)
             numeric_cols: dict[int, list[float]] = {}
             col_scale = {j: next(COLUMN_SCALES[p] for p in c if p in COLUMN_SCALES)
                          for j, c in enumerate(cols) if any(p in COLUMN_SCALES for p in c)}

@@ -7,6 +7,7 @@ import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
@@ -103,8 +104,15 @@ class SqlAnalysis:
         return bool(self.filters) or bool(self.condition_columns)
 
 
-def _parts(name: str) -> list[str]:
-    return [p for p in re.split(r"[_\-\s.]+", name.lower()) if p]
+_NAME_SEPARATORS = re.compile(r"[_\-\s.]+")
+
+
+# Cached because the same few hundred column, table and function names are split tens of thousands of
+# times per pass (every statement, every check); a tuple so no caller can mutate the shared value.
+@functools.lru_cache(maxsize=8192)
+def _parts(name: str) -> tuple[str, ...]:
+    """The lower-case words of an identifier (``home_team.Score`` -> ``("home", "team", "score")``)."""
+    return tuple(p for p in _NAME_SEPARATORS.split(name.lower()) if p)
 
 
 _KINDS = ((exp.Select, "select"), (exp.Union, "select"), (exp.Insert, "insert"), (exp.Update, "update"),
@@ -158,6 +166,23 @@ def _comparison_filters(node: exp.Expression, filters: list[SqlFilter]) -> None:
         filters.append(SqlFilter(col.name.lower(), op, lit.this, lit.is_string))
 
 
+#: The node kinds :func:`analyse_sql` collects, first match wins (``exp.Where`` stands for every
+#: condition holder: WHERE, HAVING and JOIN, kept in one list so their walk order is kept).
+_BUCKET_KINDS = (exp.Column, exp.Literal, exp.Table, exp.Alias, exp.Where, exp.Group)
+_CONDITION_HOLDERS = (exp.Where, exp.Having, exp.Join)
+#: node class -> (its bucket in :data:`_BUCKET_KINDS` or ``None``, is it an ``exp.Func``). A tree has
+#: thousands of nodes but a few dozen classes: deciding the isinstance chain once per class, not per
+#: node, is most of the cost of the walk. Emptied by ``clear_caches`` like the other memos.
+_NODE_KINDS: dict[type, tuple[type | None, bool]] = {}
+
+
+def _node_kind(cls: type) -> tuple[type | None, bool]:
+    bucket = next((kind for kind in _BUCKET_KINDS
+                   if issubclass(cls, _CONDITION_HOLDERS if kind is exp.Where else kind)), None)
+    _NODE_KINDS[cls] = (bucket, issubclass(cls, exp.Func))
+    return _NODE_KINDS[cls]
+
+
 @functools.lru_cache(maxsize=4096)
 def analyse_sql(sql: str) -> SqlAnalysis:
     """Parse ``sql`` (SQLite dialect) and collect :class:`SqlAnalysis` facts; cached per string.
@@ -172,32 +197,26 @@ def analyse_sql(sql: str) -> SqlAnalysis:
         return SqlAnalysis(parsed=False, kind="unknown", error="empty statement")
     kind = next((k for cls, k in _KINDS if isinstance(tree, cls)), type(tree).__name__.lower())
     # one walk over the tree, bucketed by node kind (each find_all is a full walk of its own)
-    table_nodes: list[exp.Table] = []
-    columns: list[exp.Column] = []
-    alias_nodes: list[exp.Alias] = []
+    buckets: dict[type, list[Any]] = {kind: [] for kind in _BUCKET_KINDS}
     funcs: list[exp.Func] = []
-    literal_nodes: list[exp.Literal] = []
-    conditions: list[exp.Expression] = []
-    group_by = False
     for node in tree.walk():
-        if isinstance(node, exp.Column):
-            columns.append(node)
-        elif isinstance(node, exp.Literal):
-            literal_nodes.append(node)
-        elif isinstance(node, exp.Table):
-            table_nodes.append(node)
-        elif isinstance(node, exp.Alias):
-            alias_nodes.append(node)
-        elif isinstance(node, (exp.Where, exp.Having)):
-            conditions.append(node.this)
-        elif isinstance(node, exp.Join):
-            on = node.args.get("on")
-            if on is not None:
-                conditions.append(on)
-        elif isinstance(node, exp.Group):
-            group_by = True
-        if isinstance(node, exp.Func):
+        cls = type(node)
+        bucket, is_func = _NODE_KINDS.get(cls) or _node_kind(cls)
+        if bucket is not None:
+            buckets[bucket].append(node)
+        if is_func:
             funcs.append(node)
+    columns: list[exp.Column] = buckets[exp.Column]
+    literal_nodes: list[exp.Literal] = buckets[exp.Literal]
+    table_nodes: list[exp.Table] = buckets[exp.Table]
+    alias_nodes: list[exp.Alias] = buckets[exp.Alias]
+    group_by = bool(buckets[exp.Group])
+    # WHERE / HAVING / JOIN ON in walk order (the order of ``filters``)
+    conditions: list[exp.Expression] = []
+    for node in buckets[exp.Where]:
+        cond = node.args.get("on") if isinstance(node, exp.Join) else node.this
+        if cond is not None:
+            conditions.append(cond)
     tables = frozenset(tb.name.lower() for tb in table_nodes if tb.name)
     alias_names = {a.alias.lower() for a in alias_nodes if a.alias}
     all_columns = frozenset(c.name.lower() for c in columns if c.name)

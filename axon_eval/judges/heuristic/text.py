@@ -138,7 +138,23 @@ def extract_numbers(text: str, skip_spans: Sequence[tuple[int, int]] = ()) -> li
     ``7.1 per cent``), scale words (``1.2 million``, ``12k``), ordinals (``3rd``), explicit signs
     (``-12``, ``+12``; a hyphen between two numbers such as ``24-17`` is a separator, not a sign) and
     spelled numbers (``seven``, ``twenty-one``; ``one`` only when not followed by ``of``).
+
+    Without ``skip_spans`` the result is cached per text (:func:`_numbers_in`): the same cells,
+    questions and answers are read by several checks of a judgement and by every segment of a turn.
     """
+    if not skip_spans:
+        return list(_numbers_in(text))
+    return _scan_numbers(text, skip_spans)
+
+
+@functools.lru_cache(maxsize=8192)
+def _numbers_in(text: str) -> tuple[NumberMention, ...]:
+    """:func:`extract_numbers` of ``text`` with no skipped spans, cached (mentions are frozen)."""
+    return tuple(_scan_numbers(text, ()))
+
+
+def _scan_numbers(text: str, skip_spans: Sequence[tuple[int, int]]) -> list[NumberMention]:
+    """The scan behind :func:`extract_numbers` (two regex passes: digits, then spelled numbers)."""
     out: list[NumberMention] = []
     spans = list(skip_spans) + [(d.start, d.end) for d in extract_dates(text)]
 
