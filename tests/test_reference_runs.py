@@ -116,7 +116,7 @@ def test_a_run_folder_is_written_with_a_valid_manifest_and_a_second_run_is_serve
     run = grade_reference(QUESTIONS, RESPONSES, "heuristic", labels_file=LABELS, out_dir=tmp_path)
     m = RunManifest.read(run.run_dir)
     assert run.run_dir.parent == tmp_path and run.run_dir.name.endswith("_reference_heuristic")
-    assert (m.status, m.failure, m.kind, m.name, m.judge_id) == ("complete", None, "evaluate", "reference",
+    assert (m.status, m.failure, m.kind, m.name, m.judge_id) == ("complete", None, "reference", "reference",
                                                                   "heuristic-reference/v1")
     assert m.counts.turns == 75 and m.counts.invalid == 3 and m.counts.judged == 72 and m.counts.unjudged == 0
     assert set(m.input_files) >= {"data/reference/questions.yaml", "data/reference/responses.jsonl",
@@ -147,6 +147,10 @@ def test_a_run_folder_is_written_with_a_valid_manifest_and_a_second_run_is_serve
     assert second.table["cached"].sum() == 72 and second.agreement == run.agreement
     with pytest.raises(FileExistsError, match="never overwritten"):
         grade_reference(QUESTIONS, RESPONSES, "heuristic", run_dir=run.run_dir)
+    # its own kind: never taken for an evaluation by rerun, drift anchors or comparisons
+    from axon_eval.runs import rerun
+    with pytest.raises(ValueError, match="'reference' run.*grade-reference"):
+        rerun(run.run_dir, out_dir=tmp_path / "rerun")
 
 
 class ExplodingJudge(HeuristicReferenceJudge):

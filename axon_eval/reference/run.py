@@ -13,7 +13,7 @@ later uncached one are ``error`` records of kind ``budget`` (never graded, never
 :func:`~axon_eval.runs.evaluate.record_git`, :func:`~axon_eval.runs.evaluate.fail_run`)::
 
     runs/<UTC date>T<time>Z_reference_<judge>/
-        manifest.json     kind "evaluate", name "reference"; status, input hashes, params, git, judge
+        manifest.json     kind "reference", name "reference"; status, input hashes, params, git, judge
                           provenance, cache hits / misses, tokens, cost, estimated cost, budget
         params.json       the call's parameters
         grades.parquet    one row per response (grade, reasons, counts of checks, tokens, cost, cached,
@@ -386,7 +386,7 @@ def grade_reference(questions_file: str | Path, responses_file: str | Path, judg
     if (folder / "manifest.json").exists():
         with contextlib.suppress(Exception):
             existing = RunManifest.read(folder)
-    manifest = existing or RunManifest(run_id=folder.name, status="running", kind="evaluate", name=RUN_NAME,
+    manifest = existing or RunManifest(run_id=folder.name, status="running", kind="reference", name=RUN_NAME,
                                        packages=package_versions(), started_at=iso(started))
     manifest.judge_id, manifest.judge_model = judge_obj.judge_id, judge_obj.model
     manifest.judge_spec = redact_secrets(spec or judge_spec(judge_obj))

@@ -215,6 +215,8 @@ def rerun(run_folder: str | Path, *, out_dir: str | Path | None = None, progress
                        seed=manifest.seed or 0, progress=progress, source_run=str(folder))
         new_dir = run.run_dir
     else:
+        hint = ("run `python -m axon_eval grade-reference` again with its params.json: graded responses come "
+                "from the cache" if manifest.kind == "reference" else "rescore its source instead")
         raise ValueError(f"run {folder} is a {manifest.kind!r} run; rerun handles notebook, evaluate and "
-                         "rejudge runs (rescore its source instead)")
+                         f"rejudge runs ({hint})")
     return new_dir, compare_runs(folder, new_dir, allow_different_evidence=False)

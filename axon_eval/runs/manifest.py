@@ -86,7 +86,7 @@ class RunManifest(BaseModel):
     run_id: str
     status: RunStatus
     failure: FailureKind | None = None
-    kind: Literal["evaluate", "rejudge", "rescore", "notebook", "compare", "drift", "study"]
+    kind: Literal["evaluate", "rejudge", "rescore", "notebook", "compare", "drift", "study", "reference"]
     name: str
     judge_id: str | None = None
     judge_spec: str | None = None
