@@ -45,6 +45,7 @@ The score band is still computed (``details["band"]``) and stated in the explana
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 from dataclasses import replace
 from functools import cache
@@ -52,8 +53,8 @@ from pathlib import Path
 from typing import Any
 
 from ...evidence import facts_from_statuses
-from ...rubric import Rubric
-from ...scoring import score_turn
+from ...rubric import BANDS, CAP_FACTS, DIMENSIONS, Rubric
+from ...scoring import score_arrays
 from ..base import Judge, JudgeRecord, Verdict
 from .claims import SUPPORTED, UNSUPPORTED, UNVERIFIABLE, ClaimCheck
 from .common import CheckResult
@@ -156,11 +157,11 @@ class HeuristicJudge(Judge):
         subscores = {"intent_understood": intent.score, "sql_quality": sql_q.score,
                      "result_relevance": relevance.score, "answer_faithfulness": faith.score}
         facts = facts_from_statuses(len(view.steps), [s.status for s in view.sql_steps])
-        scored = score_turn(subscores, facts, self.rubric)
+        score, band = _score_and_band(subscores, facts, self.rubric)
         verdict, rule = decide_verdict(profile, evidence, targeting, relevance, faith, claims)
         injections = list(evidence.injections) + [("answer", t) for t in detect_injection(view.answer)]
         explanation = _explain(view, answer_step, intent, sql_q, relevance, faith, claims, injections, rule,
-                               scored.score, scored.band, answer, verdict, targeting)
+                               score, band, answer, verdict, targeting)
         details = {
             "answer_step": answer_step.index if answer_step is not None else None,
             "claims": [c.__dict__ for c in claims],
@@ -170,8 +171,8 @@ class HeuristicJudge(Judge):
             "injections": [f"{where}: {text}" for where, text in injections],
             "verdict_rule": rule,
             "lexicon": lex.name,
-            "score": scored.score,
-            "band": scored.band,
+            "score": score,
+            "band": band,
         }
         return Verdict(**subscores, verdict=verdict, explanation=explanation), details
 
@@ -189,6 +190,15 @@ class HeuristicJudge(Judge):
                            prompt_version=self.prompt_version, sample_index=sample_index, verdict=verdict,
                            latency_ms=(time.perf_counter() - start) * 1000.0, cost_usd=0.0,
                            cache_key=self.cache_key(view, sample_index), extra={"heuristic": details})
+
+
+def _score_and_band(subscores: dict[str, int | None], facts: Any, rubric: Rubric) -> tuple[float, str]:
+    """The scorer's score and band of one judgement through the kernel :func:`~axon_eval.scoring.score_turn`
+    shares with the vectorised path (same numbers by construction), without building the audit record
+    the judge does not use."""
+    subs = [[math.nan if subscores[d] is None else subscores[d] for d in DIMENSIONS]]
+    _raw, score, code = score_arrays(subs, [[getattr(facts, f) for f in CAP_FACTS]], rubric)
+    return float(score[0]), BANDS[int(code[0])]
 
 
 def decide_verdict(profile: Any, evidence: Any, targeting: Targeting, relevance: CheckResult,
