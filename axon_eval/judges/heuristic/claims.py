@@ -151,7 +151,9 @@ def number_support(m: NumberMention, cells: Sequence[Cell], context: str = "",
                 or (c.source != "row_count" and any(p.startswith(stems) for p in c.column))]
     else:
         pool = list(cells)
-    direct = [c for c in pool if _matches(m, c.value, c.fraction)]
+    # whether a cell reads as a fraction matters only to percentages and basis points
+    as_share = m.percent or m.kind == "bps"
+    direct = [c for c in pool if _matches(m, c.value, as_share and c.fraction)]
     positive_words = m.explicit_sign == "+" or bool(lexicon.positive.search(context))
     negative_words = bool(lexicon.negative.search(context))
     if direct:
@@ -163,7 +165,7 @@ def number_support(m: NumberMention, cells: Sequence[Cell], context: str = "",
         return SUPPORTED, "matches a retrieved value"
     if m.value != 0:
         flipped = replace(m, value=-m.value)
-        opposite = [c for c in pool if _matches(flipped, c.value, c.fraction)]
+        opposite = [c for c in pool if _matches(flipped, c.value, as_share and c.fraction)]
         if opposite:
             shown = _fmt_value(opposite[0].value)
             if m.value > 0 and m.explicit_sign != "+" and negative_words and not positive_words:

@@ -4,13 +4,14 @@ row/name lookups and the evidence sampler's search results."""
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...evidence import SqlStep, ToolStep
-from .lexicon import COLUMN_SCALES, DEFAULT, WORD_NUMBERS, Lexicon
+from .lexicon import COLUMN_SCALES, DEFAULT, INJECTION, WORD_NUMBERS, Lexicon
 from .sql_facts import SqlAnalysis, _parts, analyse_sql
 from .text import (
     _ISO_DATE,
@@ -36,7 +37,7 @@ class Cell:
     step: int = -1
     row: int = -1
 
-    @property
+    @functools.cached_property  # read for every mention a claim check compares the cell with
     def fraction(self) -> bool:
         """A value in [-1, 1] in a column not named as a percentage reads as a fraction."""
         return abs(self.value) <= 1 and not any(p.startswith(("pct", "percent")) for p in self.column)
@@ -234,29 +235,38 @@ def build_evidence(view: Any, lexicon: Lexicon = DEFAULT) -> Evidence:
             numeric_cols: dict[int, list[float]] = {}
             col_scale = {j: next(COLUMN_SCALES[p] for p in c if p in COLUMN_SCALES)
                          for j, c in enumerate(cols) if any(p in COLUMN_SCALES for p in c)}
+            # per column, decided once rather than per cell: the parts, the joined name, year-like
+            year_cols = {j for j, c in enumerate(cols) if "year" in c or "season" in c}
+            names = ["_".join(c) for c in cols]
+            # instruction-like text never spans two cells (its patterns match no NUL), so one search
+            # of the joined string cells tells whether any single cell needs the per-cell search
+            inject = any(INJECTION.search("\0".join(v for v in row if isinstance(v, str))) for row in rows)
             for r_i, row in enumerate(rows):
                 strings: list[tuple[str, str]] = []
                 for j, value in enumerate(row):
-                    col = cols[j] if j < len(cols) else ()
                     if isinstance(value, bool):
                         continue
-                    if isinstance(value, int | float):
+                    col = cols[j] if j < len(cols) else ()
+                    if isinstance(value, (int, float)):
                         if isinstance(value, float) and not math.isfinite(value):
                             continue
-                        cells.append(Cell(float(value), col, "row", number, r_i))
+                        fvalue = float(value)
+                        cells.append(Cell(fvalue, col, "row", number, r_i))
                         if j in col_scale:  # revenue_k = 845 also reads as 845,000
-                            cells.append(Cell(float(value) * col_scale[j], col, "row", number, r_i))
-                        numeric_cols.setdefault(j, []).append(float(value))
-                        if any(p in ("year", "season") for p in col) and _YEAR_MIN <= value <= _YEAR_MAX:
+                            cells.append(Cell(fvalue * col_scale[j], col, "row", number, r_i))
+                        numeric_cols.setdefault(j, []).append(fvalue)
+                        if j in year_cols and _YEAR_MIN <= value <= _YEAR_MAX:
                             row_years.add(int(value))
                             step_years.setdefault(number, set()).add(int(value))
                     elif isinstance(value, str):
                         row_text_parts.append(value)
-                        strings.append((value.lower(), "_".join(col)))
+                        low = value.lower()
+                        strings.append((low, names[j] if j < len(names) else ""))
                         if value[:1].isupper() and len(value) >= 3 and not _ISO_DATE.fullmatch(value):
-                            proper.setdefault(value.lower(), set()).add((number, r_i))
-                        for inj in detect_injection(value):
-                            injections.append((f"step {number} row value", inj))
+                            proper.setdefault(low, set()).add((number, r_i))
+                        if inject:
+                            for inj in detect_injection(value):
+                                injections.append((f"step {number} row value", inj))
                         if not _MAY_HOLD_NUMBER(value):
                             continue
                         for d in extract_dates(value):

@@ -115,9 +115,23 @@ def _is_abbreviation(code: str, words: str) -> bool:
     return i == len(c) and len(w.split()) == 1
 
 
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+
+
 def _has_words(text: str, words: str) -> bool:
-    """``words`` occurs in ``text`` on word boundaries (``oh`` is not in ``ohio``)."""
-    return bool(words) and re.search(r"(?<![a-z0-9])" + re.escape(words) + r"(?![a-z0-9])", text) is not None
+    """``words`` occurs in ``text`` with no ``[a-z0-9]`` on either side (``oh`` is not in ``ohio``).
+
+    A plain ``str.find`` scan rather than a regex built from ``words``: every call has other words,
+    so a pattern would be compiled (or looked up in ``re``'s cache) per call."""
+    if not words:
+        return False
+    end = len(words)
+    at = text.find(words)
+    while at >= 0:
+        if (at == 0 or text[at - 1] not in _WORD_CHARS) and text[at + end:at + end + 1] not in _WORD_CHARS:
+            return True
+        at = text.find(words, at + 1)
+    return False
 
 
 def filter_maps_to(profile: QuestionProfile, f: SqlFilter, entity: str | None = None) -> str:
