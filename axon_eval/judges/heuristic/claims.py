@@ -154,8 +154,6 @@ def number_support(m: NumberMention, cells: Sequence[Cell], context: str = "",
     # whether a cell reads as a fraction matters only to percentages and basis points
     as_share = m.percent or m.kind == "bps"
     direct = [c for c in pool if _matches(m, c.value, as_share and c.fraction)]
-    positive_words = m.explicit_sign == "+" or bool(lexicon.positive.search(context))
-    negative_words = bool(lexicon.negative.search(context))
     if direct:
         tight_negative = bool(preceding) and bool(lexicon.negative.search(preceding[-30:])) \
             and not lexicon.positive.search(preceding[-30:])
@@ -168,6 +166,9 @@ def number_support(m: NumberMention, cells: Sequence[Cell], context: str = "",
         opposite = [c for c in pool if _matches(flipped, c.value, as_share and c.fraction)]
         if opposite:
             shown = _fmt_value(opposite[0].value)
+            # the wording around the mention matters only once a cell matches it with the other sign
+            positive_words = m.explicit_sign == "+" or bool(lexicon.positive.search(context))
+            negative_words = bool(lexicon.negative.search(context))
             if m.value > 0 and m.explicit_sign != "+" and negative_words and not positive_words:
                 return SUPPORTED, f"magnitude of {shown}, sign carried by the wording"
             if m.value > 0 and m.explicit_sign != "+" and lexicon.outflow.search(context) and not positive_words:

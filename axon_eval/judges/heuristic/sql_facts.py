@@ -11,6 +11,7 @@ from typing import Any
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 
 from .lexicon import DEFAULT, Lexicon
 from .text import _ISO_DATE, _YEAR_MAX, _YEAR_MIN
@@ -176,6 +177,13 @@ _CONDITION_HOLDERS = (exp.Where, exp.Having, exp.Join)
 _NODE_KINDS: dict[type, tuple[type | None, bool]] = {}
 
 
+#: The SQLite dialect and an ORDER BY key generator, built once: ``parse_one(read="sqlite")`` and
+#: ``Expression.sql(dialect="sqlite")`` build a new dialect object (and generator) on every call.
+#: Configuration, not a memo of inputs: they hold nothing of the statements they read.
+_SQLITE = Dialect.get_or_raise("sqlite")
+_SQLITE_SQL = _SQLITE.generator()
+
+
 def _node_kind(cls: type) -> tuple[type | None, bool]:
     bucket = next((kind for kind in _BUCKET_KINDS
                    if issubclass(cls, _CONDITION_HOLDERS if kind is exp.Where else kind)), None)
@@ -190,7 +198,7 @@ def analyse_sql(sql: str) -> SqlAnalysis:
     A statement sqlglot cannot parse gives ``parsed=False`` with the parser's message in ``error``.
     """
     try:
-        tree = sqlglot.parse_one(sql, read="sqlite")
+        tree = sqlglot.parse_one(sql, read=_SQLITE)
     except Exception as exc:  # sqlglot raises ParseError / TokenError; both mean "unparseable"
         return SqlAnalysis(parsed=False, kind="unknown", error=str(exc).splitlines()[0][:160])
     if tree is None:
@@ -263,7 +271,7 @@ def analyse_sql(sql: str) -> SqlAnalysis:
     if isinstance(outer, exp.Select | exp.Union):
         o = outer.args.get("order")
         if o is not None:
-            order = tuple((ordered.this.sql(dialect="sqlite").lower(), bool(ordered.args.get("desc")))
+            order = tuple((_SQLITE_SQL.generate(ordered.this).lower(), bool(ordered.args.get("desc")))
                           for ordered in o.expressions)
         lim = outer.args.get("limit")
         if lim is not None:

@@ -220,9 +220,13 @@ def _is_acronym(word: str) -> bool:
     return 2 <= len(word) <= 5 and word.isupper() and word.isalpha()
 
 
+_SENTENCE_START = re.compile(r"(?:[.!?:;]\s+|\n\s*|[\[(]\s*|\d+[.)]\s+|\s-\s+|^\s*)")
+_POSSESSIVE = re.compile(r"['’]s$")
+
+
 def _sentence_starts(text: str) -> set[int]:
     starts = {0}
-    for m in re.finditer(r"(?:[.!?:;]\s+|\n\s*|[\[(]\s*|\d+[.)]\s+|\s-\s+|^\s*)", text):
+    for m in _SENTENCE_START.finditer(text):
         starts.add(m.end())
     return starts
 
@@ -235,7 +239,7 @@ def extract_names(text: str, lexicon: Lexicon = DEFAULT) -> list[TextMention]:
     is not a common word (so sentence starters are not names). All-caps words (SQL keywords, acronyms)
     and possessive ``'s`` are dropped.
     """
-    starts = _sentence_starts(text)
+    starts: set[int] | None = None  # read only for one-word names, so found on first need
     words = [(m.group(0), m.start(), m.end()) for m in _WORD.finditer(text)]
     out: list[TextMention] = []
     i = 0
@@ -266,7 +270,7 @@ def extract_names(text: str, lexicon: Lexicon = DEFAULT) -> list[TextMention]:
             break
         i = j
         # strip possessives and trim generic edge words
-        seq = [(re.sub(r"['’]s$", "", a), b, c - (len(a) - len(re.sub(r"['’]s$", "", a)))) for a, b, c in seq]
+        seq = [(bare, b, c - (len(a) - len(bare))) for a, b, c in seq for bare in (_POSSESSIVE.sub("", a),)]
         while seq and (seq[0][0].lower() in lexicon.name_edges or seq[0][0].lower() in lexicon.not_names):
             seq.pop(0)
         while seq and (seq[-1][0].lower() in lexicon.name_edges or seq[-1][0].lower() in CONNECTORS):
@@ -275,6 +279,8 @@ def extract_names(text: str, lexicon: Lexicon = DEFAULT) -> list[TextMention]:
             continue
         if len(seq) == 1:
             word, ws, we = seq[0]
+            if starts is None:
+                starts = _sentence_starts(text)
             if ws in starts or word.lower() in lexicon.not_names or len(word) < 3:
                 continue
         token = text[seq[0][1]:seq[-1][2]]
