@@ -86,7 +86,8 @@ def heuristic_throughput(paths: Sequence[str | Path] | str | Path = (SAMPLE_TURN
     """Judge distinct views with cold parse caches; returns (turns/s of the best pass, its seconds, views).
 
     Every memo cache of the heuristic (question profiles, SQL analyses, identifier words, numbers of
-    a text, word stems, the SQL walk's node classes: :func:`~axon_eval.judges.heuristic.clear_caches`)
+    a text, word stems, the SQL walk's node classes, scores of subscore combinations:
+    :func:`~axon_eval.judges.heuristic.clear_caches`)
     is cleared before each pass, and no view repeats within a pass.
     """
     if views is None:

@@ -412,6 +412,24 @@ def test_clear_caches_empties_every_memo_of_the_package():
         module = importlib.import_module(f"{hc.__name__}.{info.name}")
         memos += [f for f in vars(module).values() if hasattr(f, "cache_info") and f.__module__ == module.__name__
                   and f.__name__ not in ("heuristic_code_hash", "_load_lexicon")]
-    assert {f.__name__ for f in memos} >= {"analyse_sql", "profile_question", "_parts", "_numbers_in", "_stem"}
+    assert {f.__name__ for f in memos} >= {"analyse_sql", "profile_question", "_parts", "_numbers_in", "_stem",
+                                           "_score_and_band"}
     assert all(f.cache_info().currsize == 0 for f in memos), [f.__name__ for f in memos if f.cache_info().currsize]
     assert not hc.sql_facts._NODE_KINDS
+
+
+def test_judge_score_and_band_equal_score_turn():
+    # The judge states the scorer's score and band without the audit record (and memoises them per
+    # subscore combination): they must be score_turn's for every combination and rubric.
+    import itertools
+
+    from axon_eval.rubric import CAP_FACTS, DIMENSIONS, Rubric
+    from axon_eval.scoring import score_turn
+
+    score_and_band = hc.judge._score_and_band
+    for rubric in (Rubric.default(), Rubric.packaged("axon-v1-faithcap")):
+        for *required, faith in itertools.product((0, 3, 5, 8, 10), (0, 5, 10), (0, 7, 10), (None, 0, 3, 9, 10)):
+            subs = (*required, faith)
+            for facts in itertools.product((False, True), repeat=len(CAP_FACTS)):
+                expected = score_turn(dict(zip(DIMENSIONS, subs)), dict(zip(CAP_FACTS, facts)), rubric)
+                assert score_and_band(subs, facts, rubric) == (expected.score, expected.band), (subs, facts)

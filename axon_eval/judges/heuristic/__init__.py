@@ -71,7 +71,9 @@ from .judge import HEURISTIC_VERSION, HeuristicJudge, decide_verdict, heuristic_
 
 def clear_caches() -> None:
     """Empty every memo cache of the heuristic (question profiles, SQL analyses, identifier words,
-    numbers of a text, word stems, node classes of the SQL walk): a cold start, as for a benchmark."""
+    numbers of a text, word stems, node classes of the SQL walk, scores of subscore combinations):
+    a cold start, as for a benchmark."""
+    from .judge import _score_and_band
     from .sql_facts import _NODE_KINDS, _parts
     from .text import _numbers_in, _stem
 
@@ -81,3 +83,4 @@ def clear_caches() -> None:
     _NODE_KINDS.clear()
     _numbers_in.cache_clear()
     _stem.cache_clear()
+    _score_and_band.cache_clear()

@@ -48,7 +48,7 @@ import hashlib
 import math
 import time
 from dataclasses import replace
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -157,7 +157,8 @@ class HeuristicJudge(Judge):
         subscores = {"intent_understood": intent.score, "sql_quality": sql_q.score,
                      "result_relevance": relevance.score, "answer_faithfulness": faith.score}
         facts = facts_from_statuses(len(view.steps), [s.status for s in view.sql_steps])
-        score, band = _score_and_band(subscores, facts, self.rubric)
+        score, band = _score_and_band(tuple(subscores[d] for d in DIMENSIONS),
+                                      tuple(getattr(facts, f) for f in CAP_FACTS), self.rubric)
         verdict, rule = decide_verdict(profile, evidence, targeting, relevance, faith, claims)
         injections = list(evidence.injections) + [("answer", t) for t in detect_injection(view.answer)]
         explanation = _explain(view, answer_step, intent, sql_q, relevance, faith, claims, injections, rule,
@@ -192,12 +193,16 @@ class HeuristicJudge(Judge):
                            cache_key=self.cache_key(view, sample_index), extra={"heuristic": details})
 
 
-def _score_and_band(subscores: dict[str, int | None], facts: Any, rubric: Rubric) -> tuple[float, str]:
-    """The scorer's score and band of one judgement through the kernel :func:`~axon_eval.scoring.score_turn`
-    shares with the vectorised path (same numbers by construction), without building the audit record
-    the judge does not use."""
-    subs = [[math.nan if subscores[d] is None else subscores[d] for d in DIMENSIONS]]
-    _raw, score, code = score_arrays(subs, [[getattr(facts, f) for f in CAP_FACTS]], rubric)
+@lru_cache(maxsize=1024)
+def _score_and_band(subscores: tuple[int | None, ...], facts: tuple[bool, ...], rubric: Rubric) -> tuple[float, str]:
+    """The scorer's score and band of one judgement (subscores in ``DIMENSIONS`` order, facts in
+    ``CAP_FACTS`` order) through the kernel :func:`~axon_eval.scoring.score_turn` shares with the
+    vectorised path (same numbers by construction), without building the audit record the judge does
+    not use. Memoised: subscores are small integers, so a few dozen combinations recur across
+    thousands of views and each would otherwise pay numpy's per-call overhead (emptied by
+    ``clear_caches``)."""
+    subs = [[math.nan if s is None else s for s in subscores]]
+    _raw, score, code = score_arrays(subs, [list(facts)], rubric)
     return float(score[0]), BANDS[int(code[0])]
 
 
