@@ -123,22 +123,30 @@ class VerdictCache:
         if row is None:
             self._count("misses")
             return None
-        record_json, judge_id, prompt_version, sample_index = row
+        record_json, *parts = row
+        return self._read_back(key, record_json, JudgeRecord, ("judge_id", "prompt_version", "sample_index"),
+                               tuple(parts), usable="judged", what="verdict", redo="re-judged")
+
+    def _read_back(self, key: str, record_json: str, model: type[Any], fields: tuple[str, ...],
+                   row_parts: tuple[Any, ...], *, usable: str, what: str, redo: str) -> Any:
+        """Parse a stored ``model`` record and check it against its row: the record's ``fields`` must
+        equal the row's ``row_parts`` and its ``usable`` flag must be set (errors are never cached).
+        Otherwise the entry is corrupt: counted (``corrupt`` and ``misses``), warned about with
+        :class:`CacheCorruptionWarning` naming the key, and ``None`` is returned so it is redone and
+        overwritten. A good entry counts as a hit."""
         try:
-            record = JudgeRecord.model_validate_json(record_json)
-            if (record.judge_id, record.prompt_version, record.sample_index) != (judge_id, prompt_version,
-                                                                                 sample_index):
-                raise ValueError(f"stored record identifies as {record.judge_id!r}/{record.prompt_version!r}/"
-                                 f"{record.sample_index} but the row says {judge_id!r}/{prompt_version!r}/"
-                                 f"{sample_index}")
-            if not record.judged:
+            record = model.model_validate_json(record_json)
+            stored = tuple(getattr(record, f) for f in fields)
+            if stored != tuple(row_parts):
+                raise ValueError(f"stored record identifies as {stored} but the row says {tuple(row_parts)}")
+            if not getattr(record, usable):
                 raise ValueError("stored record is an error record (errors are never cached)")
         except (ValidationError, ValueError, json.JSONDecodeError) as exc:
             self._count("corrupt")
             self._count("misses")
-            warnings.warn(f"verdict cache {self.path}: ignoring corrupt entry {key[:16]}... "
-                          f"({str(exc).splitlines()[0]}); it will be re-judged and overwritten",
-                          CacheCorruptionWarning, stacklevel=2)
+            warnings.warn(f"{what} cache {self.path}: ignoring corrupt entry {key[:16]}... "
+                          f"({str(exc).splitlines()[0]}); it will be {redo} and overwritten",
+                          CacheCorruptionWarning, stacklevel=3)
             return None
         self._count("hits")
         return record

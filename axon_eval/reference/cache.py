@@ -19,13 +19,9 @@ the re-graded record then overwrites it.
 
 from __future__ import annotations
 
-import json
-import warnings
-from datetime import UTC, datetime, timezone
+from datetime import UTC, datetime
 
-from pydantic import ValidationError
-
-from ..judges.cache import CacheCorruptionWarning, VerdictCache
+from ..judges.cache import VerdictCache
 from .records import GradeRecord
 
 TABLE = "reference_grades"
@@ -64,22 +60,9 @@ class GradeCache(VerdictCache):
             self._count("misses")
             return None
         record_json, *parts = row
-        try:
-            record = GradeRecord.model_validate_json(record_json)
-            stored = tuple(getattr(record, p) for p in _PARTS)
-            if stored != tuple(parts):
-                raise ValueError(f"stored record identifies as {stored} but the row says {tuple(parts)}")
-            if not record.graded:
-                raise ValueError("stored record is an error record (errors are never cached)")
-        except (ValidationError, ValueError, json.JSONDecodeError) as exc:
-            self._count("corrupt")
-            self._count("misses")
-            warnings.warn(f"grade cache {self.path}: ignoring corrupt entry {key[:16]}... "
-                          f"({str(exc).splitlines()[0]}); it will be re-graded and overwritten",
-                          CacheCorruptionWarning, stacklevel=2)
-            return None
-        self._count("hits")
-        return record.model_copy(update={"cached": True, "cache_key": key})
+        record = self._read_back(key, record_json, GradeRecord, _PARTS, tuple(parts), usable="graded",
+                                 what="grade", redo="re-graded")
+        return None if record is None else record.model_copy(update={"cached": True, "cache_key": key})
 
     def put_grade(self, key: str, record: GradeRecord) -> None:
         """Store a graded record under ``key`` (replacing any entry); an error record raises ``ValueError``."""
