@@ -484,3 +484,44 @@ def test_a_measure_word_the_rows_hold_as_a_value_is_not_an_uncomputed_measure(do
     sql = f"SELECT {', '.join(cols)} FROM events WHERE event_date = '{q.split(' on ')[-1].rstrip('?')}'"
     v, details = judge(make_view(q, [sql_step(sql, cols, rows)], answer), domain)
     assert "computes nothing about" not in v.explanation and v.intent_understood == 10, v.explanation
+
+
+@pytest.mark.parametrize("question,bound", [
+    ("How many tries since 2021?", (2021, float("inf"))),
+    ("Orders placed after 2021, by state", (2022, float("inf"))),
+    ("Fees booked before 2024?", (float("-inf"), 2024)),
+    ("Revenue through 2023 by channel", (float("-inf"), 2024)),
+    ("Revenue from 2021 onwards", (2021, float("inf"))),
+    ("Revenue from 2021 to 2023", None),
+    ("Revenue in 2023", None),
+])
+def test_year_bounds_a_question_states(question, bound):
+    from axon_eval.judges.heuristic.targeting import question_year_bound
+    assert question_year_bound(question) == bound
+
+
+YEAR_RANGE_CASES = {
+    "sports": ("tries", "season_year", "How many tries were scored"),
+    "retail": ("orders", "order_year", "How many orders were placed"),
+    "finance": ("trades", "fiscal_year", "How many trades were booked"),
+}
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+@pytest.mark.parametrize("when,condition,expect", [
+    ("in 2024", "{col} < 2024", "different question"),       # the inequality's year is not the year it selects
+    ("in 2024", "{col} >= 2024 AND {col} < 2025", None),
+    ("since 2021", "{col} > 2021", "part of it"),             # drops 2021: the set is narrowed
+    ("since 2021", "{col} >= 2021", None),
+    ("before 2024", "{col} < 2024", None),
+    ("after 2021", "{col} >= 2022", None),
+])
+def test_year_inequalities_are_read_as_the_years_they_select(domain, when, condition, expect):
+    measure, col, stem = YEAR_RANGE_CASES[domain]
+    sql = f"SELECT SUM({measure}) AS {measure} FROM facts WHERE {condition.format(col=col)}"
+    v, details = judge(make_view(f"{stem} {when}?", [sql_step(sql, [measure], [[412]])], f"There were 412 {measure}."),
+                       domain)
+    if expect is None:
+        assert "year filters" not in v.explanation and v.verdict == "good", v.explanation
+    else:
+        assert expect in v.explanation and "year filters" in v.explanation, v.explanation

@@ -4,6 +4,7 @@ compare with what the question asks (shared by the intent, SQL and relevance che
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -196,6 +197,63 @@ def sql_date_range(sql: SqlAnalysis) -> tuple[str, str, list[SqlFilter]] | None:
     return (lo, hi, used) if used else None
 
 
+_YEAR_PARTS = frozenset({"year", "yr", "season", "fy"})
+
+
+def sql_year_range(sql: SqlAnalysis) -> tuple[float, float] | None:
+    """The ``[first, past_last)`` years that comparisons on a year column select (``s.year < 2024`` ->
+    ``(-inf, 2024)``, ``fiscal_year BETWEEN``/``>= 2022 AND <= 2023`` -> ``(2022, 2024)``), or ``None``
+    when no year column is compared with a year by an inequality (equality alone is read through
+    :attr:`SqlAnalysis.years`): an inequality's literal year is not the year it selects."""
+    lo, hi, found, inequality = -math.inf, math.inf, False, False
+    for f in sql.filters:
+        if f.is_string or f.op not in ("eq", "gt", "gte", "lt", "lte") or not (_YEAR_PARTS & set(_parts(f.column))):
+            continue
+        try:
+            year = float(f.value)
+        except ValueError:
+            continue
+        if not (1900 <= year <= 2100 and year.is_integer()):
+            continue
+        found, inequality = True, inequality or f.op != "eq"
+        f_lo, f_hi = {"eq": (year, year + 1), "gt": (year + 1, math.inf), "gte": (year, math.inf),
+                      "lt": (-math.inf, year), "lte": (-math.inf, year + 1)}[f.op]
+        lo, hi = max(lo, f_lo), min(hi, f_hi)
+    return (lo, hi) if found and inequality else None
+
+
+_YEAR_BOUND = re.compile(r"\b(since|from|starting (?:in|from)|after|before|until|till|through|up to|prior to)"
+                         r"\s+(?:the\s+)?((?:19|20)\d\d)\b(?:\s+(onwards?|on))?", re.I)
+
+
+def question_year_bound(question: str) -> tuple[float, float] | None:
+    """The open year range a question states with a bound word (``since 2021`` -> ``[2021, inf)``,
+    ``after 2021`` -> ``[2022, inf)``, ``before 2024`` -> ``(-inf, 2024)``, ``through 2023`` ->
+    ``(-inf, 2024)``), or ``None``. ``from 2021`` counts only when no ``to``/``until`` year follows
+    (``from 2021 to 2023`` names a closed range, read elsewhere)."""
+    m = _YEAR_BOUND.search(question)
+    if not m:
+        return None
+    word, year = m.group(1).lower(), float(m.group(2))
+    if word == "from" and re.match(r"\s*(?:-|to|until|till|through)\s*(?:19|20)\d\d", question[m.end():], re.I):
+        return None
+    if word in ("since", "from") or word.startswith("starting"):
+        return year, math.inf
+    if word == "after":
+        return year + 1, math.inf
+    if word in ("before", "prior to"):
+        return -math.inf, year
+    return -math.inf, year + 1  # until, till, through, up to: the year itself included
+
+
+def _fmt_years(lo: float, hi: float) -> str:
+    if lo == -math.inf:
+        return f"years before {hi:.0f}"
+    if hi == math.inf:
+        return f"{lo:.0f} onwards"
+    return f"{lo:.0f}" if hi == lo + 1 else f"{lo:.0f} to {hi - 1:.0f}"
+
+
 def _fmt_range(lo: str, hi: str) -> str:
     if lo and hi:
         return f"{lo} up to {hi}"
@@ -249,7 +307,21 @@ def _period_findings(profile: QuestionProfile, info: StepInfo, t: Targeting, evi
                                        f"{_fmt_range(*inside)} the question asks about")
             return
         if profile.years:
-            if sql.years and not (profile.years & sql.years):
+            years = sql_year_range(sql)
+            bound = question_year_bound(profile.text)
+            if years is not None and bound is not None:
+                q_lo, q_hi = bound
+                asked = _fmt_years(q_lo, q_hi)
+                if years[0] >= q_hi or years[1] <= q_lo:
+                    t.wrong_scope.append(f"the question asks about {asked} but the SQL's year filters select "
+                                         f"{_fmt_years(*years)}")
+                elif years[0] > q_lo or years[1] < q_hi:
+                    t.narrowing.append(f"the question asks about {asked} but the SQL's year filters select "
+                                       f"{_fmt_years(*years)}, part of it")
+            elif years is not None and not any(years[0] <= y < years[1] for y in profile.years):
+                t.wrong_scope.append(f"the question asks about {_years(profile.years)} but the SQL's year filters "
+                                     f"select {_fmt_years(*years)}")
+            elif sql.years and not (profile.years & sql.years):
                 t.wrong_scope.append(f"the question asks about {_years(profile.years)} but the SQL filters "
                                      f"{_years(sql.years)}")
             elif not sql.years and not any(str(y) in info.text for y in profile.years):
