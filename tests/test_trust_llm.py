@@ -185,3 +185,23 @@ def test_a_budget_for_a_model_without_a_price_is_refused_before_anything_is_writ
         evaluate(evidence, f"anthropic:claude-unknown-9@{server.url}", Rubric.default(), out_dir=tmp_path / "runs",
                  progress=False, max_cost_usd=1.0)
     assert not (tmp_path / "runs").exists()
+
+
+def test_the_rubric_pins_the_prompt_of_a_judge_built_from_its_spec(tmp_path, evidence, server):
+    """The prompt version is part of the rubric (and its id): a spec judged under a rubric naming
+    ``judge_v2`` uses judge_v2; a judge object built elsewhere with another prompt is a manifest warning."""
+    spec = f"anthropic:claude-haiku-4-5@{server.url}"
+    v2 = Rubric.default().replace(prompt_version="judge_v2")
+    assert v2.id != Rubric.default().id
+    run = evaluate(evidence, spec, v2, out_dir=tmp_path / "runs", cache=False, progress=False, figures=False)
+    m = run.manifest
+    assert m.status == "complete" and m.prompt_version == "judge_v2" and "@judge_v2" in m.judge_id
+    assert not any("the rubric names prompt" in w for w in m.warnings)
+    # the default rubric still names judge_v1, so the default behaviour is unchanged
+    default = evaluate(evidence, spec, Rubric.default(), out_dir=tmp_path / "runs", cache=False, progress=False,
+                       figures=False)
+    assert default.manifest.prompt_version == "judge_v1"
+    mismatched = evaluate(evidence, build_judge(spec), v2, out_dir=tmp_path / "runs", cache=False, progress=False,
+                          figures=False)
+    assert any("the rubric names prompt 'judge_v2' but the judge uses judge_v1" in w
+               for w in mismatched.manifest.warnings)

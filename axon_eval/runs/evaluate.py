@@ -62,16 +62,27 @@ BUDGET_ERROR = "not judged: the max_cost_usd budget of ${budget:.4f} would be ex
 
 
 # -- judges and caches -------------------------------------------------------------------------------
-def resolve_judge(judge: Judge | str) -> Judge:
-    """A judge object, or one built from a spec string by :func:`axon_eval.judges.build_judge`."""
+def resolve_judge(judge: Judge | str, rubric: Rubric | None = None) -> Judge:
+    """A judge object, or one built from a spec string by :func:`axon_eval.judges.build_judge`; the
+    language-model judges of a spec take the rubric's ``prompt_version`` (the rubric pins the prompt:
+    it is part of the rubric id)."""
     if isinstance(judge, str):
         from ..judges import build_judge
 
-        return build_judge(judge)
+        return build_judge(judge, **({"prompt_version": rubric.prompt_version} if rubric is not None else {}))
     for attr in ("judge_id", "model", "prompt_version", "judge_many"):
         if not hasattr(judge, attr):
             raise TypeError(f"{judge!r} is not a judge: it has no {attr!r}")
     return judge
+
+
+def prompt_mismatches(judge: Any, rubric: Rubric) -> list[str]:
+    """The prompt versions of the language-model judges inside ``judge`` that are not the rubric's
+    (the free-text form of the rubric's prompt counts as the rubric's); empty for code judges."""
+    from ..judges.prompt import FREE_TEXT_SUFFIX
+
+    versions = {str(p.get("prompt_version")) for p in judge_provenance(judge) if p.get("prompt_version")}
+    return sorted(v for v in versions if v.removesuffix(FREE_TEXT_SUFFIX) != rubric.prompt_version)
 
 
 def judge_label(judge: Any) -> str:
@@ -412,7 +423,7 @@ def evaluate(
         raise ValueError(f"chunk_size must be >= 1, got {chunk_size!r}")
     if max_cost_usd is not None and not (isinstance(max_cost_usd, int | float) and max_cost_usd >= 0):
         raise ValueError(f"max_cost_usd must be a non-negative number or None, got {max_cost_usd!r}")
-    judge = resolve_judge(judge)
+    judge = resolve_judge(judge, rubric)
     if max_cost_usd is not None and unpriced_models(judge):
         raise ValueError(f"max_cost_usd cannot be kept: the price table (judges/prices.yaml) has no price for "
                          f"{unpriced_models(judge)}; add one or run without a budget")
@@ -483,6 +494,10 @@ def evaluate(
         if manifest.judge_local:
             manifest.warnings.append(f"judged against a local server at {manifest.judge_endpoint}: these are not "
                                      "a real model's verdicts")
+        other_prompts = prompt_mismatches(judge, rubric)
+        if other_prompts:
+            manifest.warnings.append(f"the rubric names prompt {rubric.prompt_version!r} but the judge uses "
+                                     f"{', '.join(other_prompts)}: its verdicts are not the rubric's")
         if not has_params:
             write_json(folder / "params.json", merged_params)
         manifest.write(folder)
