@@ -525,3 +525,49 @@ def test_year_inequalities_are_read_as_the_years_they_select(domain, when, condi
         assert "year filters" not in v.explanation and v.verdict == "good", v.explanation
     else:
         assert expect in v.explanation and "year filters" in v.explanation, v.explanation
+
+
+@pytest.mark.parametrize("question,expected", [
+    ("Which customers placed more than 5 orders?", [("gt", 5.0)]),
+    ("Players with 10 tries or more", [("gte", 10.0)]),
+    ("Funds with at most 3 trades in 2024", [("lte", 3.0)]),
+    ("Products priced under $20", [("lt", 20.0)]),
+    ("Revenue over the last 30 days", []),
+    ("Top 5 customers in 2024", []),
+])
+def test_thresholds_a_question_states(question, expected):
+    from axon_eval.judges.heuristic.targeting import question_thresholds
+    assert question_thresholds(question) == expected
+
+
+THRESHOLD_CASES = {
+    "sports": ("Which players scored {cmp} tries in 2024?", "player", "HAVING COUNT(*) {op} {n}", "tries"),
+    "retail": ("Which customers placed {cmp} orders in 2024?", "customer", "HAVING COUNT(*) {op} {n}", "orders"),
+    "finance": ("Which accounts booked {cmp} in fees in 2024?", "account", "HAVING SUM(amount) {op} {n}", "fees"),
+}
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+@pytest.mark.parametrize("cmp,op,n,expect", [
+    ("more than 5", ">", 5, None),
+    ("more than 5", ">=", 6, None),           # the same set of whole numbers
+    ("more than 5", ">=", 5, "also keeps the boundary"),
+    ("at least 5", ">", 5, "drops the boundary"),
+    ("at least 5", ">=", 5, None),
+    ("fewer than 5", "<=", 5, "also keeps the boundary"),
+    ("at most 5", "<", 5, "drops the boundary"),
+    ("more than 5", "<", 5, "different question"),
+])
+def test_a_threshold_is_compared_with_the_sql_boundary(domain, cmp, op, n, expect):
+    template, key, having, measure = THRESHOLD_CASES[domain]
+    question = template.format(cmp=cmp)
+    sql = (f"SELECT {key}, COUNT(*) AS {measure} FROM {measure} WHERE year = 2024 GROUP BY {key} "
+           f"{having.format(op=op, n=n)}")
+    rows = [["Alpha One", 9], ["Beta Two", 7]]
+    v, details = judge(make_view(question, [sql_step(sql, [key, measure], rows)], "Alpha One and Beta Two."),
+                       domain)
+    if expect is None:
+        assert "boundary" not in v.explanation and "different question" not in v.explanation, v.explanation
+    else:
+        assert expect in v.explanation, v.explanation
+        assert v.verdict == ("poor" if expect == "different question" else "partial"), v.explanation

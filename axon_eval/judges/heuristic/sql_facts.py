@@ -99,6 +99,10 @@ class SqlAnalysis:
     conditional_agg: bool = False
     #: parts of table names only (identifiers minus the columns and functions)
     table_parts: frozenset[str] = frozenset()
+    #: numeric thresholds ``<expression> <op> <number>`` in WHERE/HAVING/JOIN ON, op gt/gte/lt/lte,
+    #: whatever the expression (a column, or an aggregate such as ``count(*)`` in HAVING); ``column``
+    #: holds the expression's SQL text
+    thresholds: tuple[SqlFilter, ...] = ()
 
     @property
     def has_where(self) -> bool:
@@ -148,8 +152,9 @@ def _literal(n: exp.Expression) -> exp.Literal | None:
     return None
 
 
-def _comparison_filters(node: exp.Expression, filters: list[SqlFilter]) -> None:
-    """``column <op> literal`` (either side; ``IN`` lists; a negative number) -> :class:`SqlFilter` s."""
+def _comparison_filters(node: exp.Expression, filters: list[SqlFilter], thresholds: list[SqlFilter]) -> None:
+    """``column <op> literal`` (either side; ``IN`` lists; a negative number) -> :class:`SqlFilter` s in
+    ``filters``; a numeric ``<expression> <op> number`` with op gt/gte/lt/lte -> ``thresholds``."""
     if isinstance(node, exp.In):
         col = node.this
         lits = [e for e in node.expressions if isinstance(e, exp.Literal)]
@@ -158,11 +163,16 @@ def _comparison_filters(node: exp.Expression, filters: list[SqlFilter]) -> None:
         col, lit_node = (left, right) if _literal(right) is not None else (right, left)
         lit_value = _literal(lit_node)
         lits = [lit_value] if lit_value is not None else []
-    if not lits or not isinstance(col, exp.Column):
+    if not lits:
         return
     op = type(node).__name__.lower()
     if op in ("gt", "gte", "lt", "lte") and col is node.expression:  # literal on the left: flip
         op = {"gt": "lt", "gte": "lte", "lt": "gt", "lte": "gte"}[op]
+    if op in ("gt", "gte", "lt", "lte") and not lits[0].is_string and col is not None:
+        text = col.name.lower() if isinstance(col, exp.Column) else _SQLITE_SQL.generate(col).lower()
+        thresholds.append(SqlFilter(text, op, lits[0].this, False))
+    if not isinstance(col, exp.Column):
+        return
     for lit in lits:
         filters.append(SqlFilter(col.name.lower(), op, lit.this, lit.is_string))
 
@@ -247,6 +257,7 @@ def analyse_sql(sql: str) -> SqlAnalysis:
         aliases.update(_parts(a))
 
     filters: list[SqlFilter] = []
+    thresholds: list[SqlFilter] = []
     years: set[int] = set()
     cond_cols: set[str] = set()
     for cond in conditions:
@@ -258,12 +269,16 @@ def analyse_sql(sql: str) -> SqlAnalysis:
                 _literal_year(node, years)
             elif isinstance(node, exp.Between):
                 col, low, high = node.this, node.args.get("low"), node.args.get("high")
-                if isinstance(col, exp.Column):
-                    for op, lit in (("gte", low), ("lte", high)):
-                        if isinstance(lit, exp.Literal):
-                            filters.append(SqlFilter(col.name.lower(), op, lit.this, lit.is_string))
+                for op, lit in (("gte", low), ("lte", high)):
+                    if not isinstance(lit, exp.Literal):
+                        continue
+                    if isinstance(col, exp.Column):
+                        filters.append(SqlFilter(col.name.lower(), op, lit.this, lit.is_string))
+                    if not lit.is_string and col is not None:
+                        text = col.name.lower() if isinstance(col, exp.Column) else _SQLITE_SQL.generate(col).lower()
+                        thresholds.append(SqlFilter(text, op, lit.this, False))
             elif isinstance(node, _COMPARISONS):
-                _comparison_filters(node, filters)
+                _comparison_filters(node, filters, thresholds)
 
     order: tuple[tuple[str, bool], ...] = ()
     limit: int | None = None
@@ -327,7 +342,7 @@ def analyse_sql(sql: str) -> SqlAnalysis:
                        group_by=group_by, order=order, limit=limit, condition_columns=frozenset(cond_cols),
                        all_columns=all_columns, raw_literals=raw_literals, output_sources=tuple(output_sources),
                        count_args=tuple(count_args), from_table=from_table, arithmetic=arithmetic,
-                       conditional_agg=conditional, table_parts=table_parts)
+                       conditional_agg=conditional, table_parts=table_parts, thresholds=tuple(thresholds))
 
 
 def measure_in_sql(measure: str, sql: SqlAnalysis, lexicon: Lexicon = DEFAULT) -> str:

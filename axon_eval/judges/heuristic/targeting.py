@@ -246,6 +246,78 @@ def question_year_bound(question: str) -> tuple[float, float] | None:
     return -math.inf, year + 1  # until, till, through, up to: the year itself included
 
 
+# "more than 5", "at least 5", "5 or more", "fewer than 5", "at most 5", ... -> the operator they mean
+_CMP_BEFORE = [(re.compile(r"\b(?:more|greater|higher|larger) than\s*$|\b(?:over|above|exceeding|in excess of)\s*$",
+                           re.I), "gt"),
+               (re.compile(r"\b(?:at least|no (?:less|fewer) than|(?:a )?minimum of)\s*$", re.I), "gte"),
+               (re.compile(r"\b(?:fewer|less|lower|smaller) than\s*$|\b(?:under|below)\s*$", re.I), "lt"),
+               (re.compile(r"\b(?:at most|no more than|(?:a )?maximum of)\s*$", re.I), "lte")]
+_CMP_AFTER = [(re.compile(r"^(?:\s+[a-z]+){0,2}?\s+or (?:more|above|higher|greater|over)\b|^\+", re.I), "gte"),
+              (re.compile(r"^(?:\s+[a-z]+){0,2}?\s+or (?:fewer|less|lower|below|under)\b", re.I), "lte")]
+_OP_TEXT = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+#: a strict bound excludes its number: the first value kept above it, the last kept below it
+_STEP = {"gt": 1, "gte": 0, "lt": -1, "lte": 0}
+
+
+def question_thresholds(question: str) -> list[tuple[str, float]]:
+    """The thresholds a question states: ``(op, number)`` with op gt/gte/lt/lte (``more than 5`` ->
+    ``("gt", 5)``, ``5 or more`` -> ``("gte", 5)``, ``at most 5`` -> ``("lte", 5)``). Years are not
+    thresholds."""
+    from .text import extract_numbers
+
+    out = []
+    for n in extract_numbers(question):
+        if n.is_year or n.ordinal:
+            continue
+        before = question[max(0, n.start - 30):n.start]
+        op = next((o for rx, o in _CMP_BEFORE if rx.search(before)), None) or next(
+            (o for rx, o in _CMP_AFTER if rx.search(question[n.end:n.end + 40])), None)
+        if op is not None:
+            out.append((op, n.value))
+    return out
+
+
+def _threshold_findings(profile: QuestionProfile, sql: SqlAnalysis, t: Targeting) -> None:
+    """A threshold the question states against the SQL's comparisons with the same number (or the
+    integer next to it, so ``more than 5`` and ``>= 6`` agree). The same direction with another
+    boundary: the SQL drops the boundary value (narrowing) or keeps it although the question excludes
+    it (wider). Only the opposite direction on that number: the SQL answers a different question."""
+    for q_op, n in question_thresholds(profile.text):
+        lower = q_op in ("gt", "gte")
+        near = [f for f in sql.thresholds if _as_float(f.value) is not None and abs(_as_float(f.value) - n) <= 1]
+        same = [f for f in near if (f.op in ("gt", "gte")) == lower]
+        if same:
+            f = min(same, key=lambda f: abs(_as_float(f.value) - n))
+            v = _as_float(f.value)
+            if v != n and not (float(n).is_integer() and float(v).is_integer()):
+                continue  # "more than 5" against "> 5.5": not the same number, nothing to compare
+            # the first whole value each keeps (a lower bound) or the last (an upper bound)
+            q_first, s_first = n + _STEP[q_op], v + _STEP[f.op]
+            if s_first == q_first:
+                continue
+            asked, kept = f"{_OP_TEXT[q_op]} {n:g}", f"{f.column} {_OP_TEXT[f.op]} {f.value}"
+            drops = (s_first > q_first) if lower else (s_first < q_first)
+            if drops:
+                t.narrowing.append(f"the question asks for {asked} but the SQL keeps {kept}, which drops the "
+                                   "boundary value")
+            else:
+                t.wider.append(f"the question asks for {asked} but the SQL keeps {kept}, which also keeps the "
+                               "boundary value")
+        else:
+            opposite = [f for f in near if _as_float(f.value) == n]
+            if opposite:
+                f = opposite[0]
+                t.wrong_scope.append(f"the question asks for {_OP_TEXT[q_op]} {n:g} but the SQL keeps "
+                                     f"{f.column} {_OP_TEXT[f.op]} {f.value}")
+
+
+def _as_float(value: str) -> float | None:
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
 def _fmt_years(lo: float, hi: float) -> str:
     if lo == -math.inf:
         return f"years before {hi:.0f}"
@@ -615,6 +687,7 @@ def assess_targeting(profile: QuestionProfile, info: StepInfo, horizon: int,
     if asked and all(m in t.missing_measure for m in asked) and sql.aggregates:
         t.wrong_scope.append(f"the question asks for {', '.join(sorted(asked))} but the SQL aggregates something "
                              "else")
+    _threshold_findings(profile, sql, t)
     for f in sql.filters:
         if f.is_string or f.op not in ("gt", "gte", "lt", "lte"):
             continue
