@@ -571,3 +571,41 @@ def test_a_threshold_is_compared_with_the_sql_boundary(domain, cmp, op, n, expec
     else:
         assert expect in v.explanation, v.explanation
         assert v.verdict == ("poor" if expect == "different question" else "partial"), v.explanation
+
+
+DISTINCT_CASES = {
+    "sports": ("How many different players appeared in 2024?", "player_id", "players"),
+    "retail": ("How many unique customers placed orders in 2024?", "customer_id", "customers"),
+    "finance": ("How many distinct accounts paid fees in 2024?", "account_id", "accounts"),
+}
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_how_many_distinct_needs_a_distinct_count(domain):
+    q, key, alias = DISTINCT_CASES[domain]
+    plain = f"SELECT COUNT({key}) AS {alias} FROM events WHERE year = 2024"
+    v, _ = judge(make_view(q, [sql_step(plain, [alias], [[5120]])], "5,120."), domain)
+    assert "without DISTINCT" in v.explanation and v.verdict == "partial", v.explanation
+    distinct = f"SELECT COUNT(DISTINCT {key}) AS {alias} FROM events WHERE year = 2024"
+    v2, _ = judge(make_view(q, [sql_step(distinct, [alias], [[3120]])], "3,120."), domain)
+    assert "DISTINCT" not in v2.explanation, v2.explanation
+
+
+AVERAGE_CASES = {
+    "sports": ("What was the average number of points per match in 2024?", "points", "matches"),
+    "retail": ("What was the average selling price in 2024?", "price", "order_items"),
+    "finance": ("What was the average fee in 2024?", "amount", "fees"),
+}
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_an_average_asked_for_needs_an_average_or_a_division(domain):
+    q, col, table = AVERAGE_CASES[domain]
+    summed = f"SELECT SUM({col}) AS v FROM {table} WHERE year = 2024"
+    v, details = judge(make_view(q, [sql_step(summed, ["v"], [[51200.5]])], "It was 51,200.50."), domain)
+    assert "never divides" in v.explanation and details["band"] == "poor", v.explanation
+    assert v.intent_understood == 3  # one finding, not the wrong scope and a missing measure both
+    for ok_sql in (f"SELECT AVG({col}) AS v FROM {table} WHERE year = 2024",
+                   f"SELECT SUM({col}) * 1.0 / COUNT(*) AS v FROM {table} WHERE year = 2024"):
+        v2, _ = judge(make_view(q, [sql_step(ok_sql, ["v"], [[51.5]])], "It was 51.50."), domain)
+        assert "never divides" not in v2.explanation, v2.explanation

@@ -543,6 +543,7 @@ def _coded_cell(profile: QuestionProfile, info: StepInfo, entity: str) -> str:
 
 
 _OPS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+_HOW_MANY_DISTINCT = re.compile(r"\bhow many (distinct|different|unique|individual|separate) ([a-z]+)", re.I)
 _HOW_MANY = re.compile(r"\bhow many (?:distinct |different |unique |individual )?([a-z]+)", re.I)
 
 
@@ -683,6 +684,17 @@ def assess_targeting(profile: QuestionProfile, info: StepInfo, horizon: int,
     amount = _amount_for_count(profile, info, evidence)
     if amount:
         t.wrong_scope.append(amount)
+    m = _HOW_MANY_DISTINCT.search(profile.text)
+    if m and sql.count_args and not any(a.startswith("distinct") for a in sql.count_args) \
+            and "distinct" not in info.step.sql.lower():
+        t.wider.append(f"the question asks how many {m.group(1).lower()} {m.group(2).lower()} but the SQL counts "
+                       f"rows ({', '.join(f'COUNT({a})' for a in sql.count_args)}) without DISTINCT, so repeats "
+                       "are counted")
+    if "average" in profile.measures and sql.aggregates and "avg" not in sql.aggregates and not sql.arithmetic \
+            and not profile.wants_set:
+        t.wrong_scope.append(f"the question asks for an average but the SQL aggregates with "
+                             f"{', '.join(sorted(a.upper() for a in sql.aggregates))} and never divides")
+        t.missing_measure = [m for m in t.missing_measure if m != "average"]  # one finding, not two
     asked = [m for m in profile.measures if m not in ("average", "percentage", "margin")]
     if asked and all(m in t.missing_measure for m in asked) and sql.aggregates:
         t.wrong_scope.append(f"the question asks for {', '.join(sorted(asked))} but the SQL aggregates something "
