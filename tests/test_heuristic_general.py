@@ -609,3 +609,26 @@ def test_an_average_asked_for_needs_an_average_or_a_division(domain):
                    f"SELECT SUM({col}) * 1.0 / COUNT(*) AS v FROM {table} WHERE year = 2024"):
         v2, _ = judge(make_view(q, [sql_step(ok_sql, ["v"], [[51.5]])], "It was 51.50."), domain)
         assert "never divides" not in v2.explanation, v2.explanation
+
+
+UNGROUPED_CASES = {
+    "sports": ("How many tries did each team score in 2024?", "team", "COUNT(*)", "tries"),
+    "retail": ("What did each customer spend in 2024?", "customer", "SUM(total)", "spend"),
+    "finance": ("What were the average fees per account in 2024?", "account", "AVG(amount)", "fees"),
+}
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_a_bare_column_beside_an_aggregate_without_group_by_is_a_different_question(domain):
+    q, key, agg, alias = UNGROUPED_CASES[domain]
+    bad = f"SELECT {key}, {agg} AS {alias} FROM events WHERE year = 2024"
+    v, details = judge(make_view(q, [sql_step(bad, [key, alias], [["Alpha One", 912]])], "Alpha One: 912."), domain)
+    assert "without GROUP BY" in v.explanation and details["band"] == "poor", v.explanation
+    good = bad + f" GROUP BY {key}"
+    v2, _ = judge(make_view(q, [sql_step(good, [key, alias], [["Alpha One", 412], ["Beta Two", 500]])],
+                            "Alpha One 412, Beta Two 500."), domain)
+    assert "GROUP BY" not in v2.explanation, v2.explanation
+    # beside MIN/MAX SQLite returns the extreme row's value: meaningful, not flagged
+    extreme = f"SELECT {key}, MAX(x) AS {alias} FROM events WHERE year = 2024"
+    v3, _ = judge(make_view(q, [sql_step(extreme, [key, alias], [["Alpha One", 912]])], "Alpha One: 912."), domain)
+    assert "without GROUP BY" not in v3.explanation, v3.explanation

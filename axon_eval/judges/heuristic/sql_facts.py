@@ -103,6 +103,8 @@ class SqlAnalysis:
     #: whatever the expression (a column, or an aggregate such as ``count(*)`` in HAVING); ``column``
     #: holds the expression's SQL text
     thresholds: tuple[SqlFilter, ...] = ()
+    #: bare columns beside COUNT/SUM/AVG in an outer SELECT without GROUP BY (one arbitrary row's value)
+    ungrouped_columns: tuple[str, ...] = ()
 
     @property
     def has_where(self) -> bool:
@@ -305,15 +307,27 @@ def analyse_sql(sql: str) -> SqlAnalysis:
     count_args: list[str] = []
     from_table = ""
     arithmetic = conditional = False
+    ungrouped: list[str] = []
     select = tree if isinstance(tree, exp.Select) else None
     if select is not None:
+        bare: list[str] = []
+        summarising = False  # an aggregate other than MIN/MAX in the outer SELECT list
         for proj in select.expressions:
             inner = proj.this if isinstance(proj, exp.Alias) else proj
             name = (proj.alias_or_name or "").lower()
             if isinstance(inner, exp.Column) and inner.table:
                 output_sources.append((name, alias_to_table.get(inner.table.lower(), inner.table.lower())))
+            if isinstance(inner, exp.Column) and inner.name:
+                bare.append(inner.name.lower())
+            if any(not isinstance(a, exp.Min | exp.Max) for a in proj.find_all(exp.AggFunc)) \
+                    and not any(True for _ in proj.find_all(exp.Window)):
+                summarising = True
             if any(True for _ in proj.find_all(exp.Div, exp.Mul)):
                 arithmetic = True
+        if summarising and bare and select.args.get("group") is None:
+            # SQLite returns one arbitrary row's value for a bare column beside COUNT/SUM/AVG without
+            # GROUP BY (beside MIN/MAX it is the extreme row's, which is meaningful)
+            ungrouped = bare
         frm = select.args.get("from") or select.args.get("from_")
         first = frm.find(exp.Table) if frm is not None else None
         if first is not None and first.name:
@@ -342,7 +356,8 @@ def analyse_sql(sql: str) -> SqlAnalysis:
                        group_by=group_by, order=order, limit=limit, condition_columns=frozenset(cond_cols),
                        all_columns=all_columns, raw_literals=raw_literals, output_sources=tuple(output_sources),
                        count_args=tuple(count_args), from_table=from_table, arithmetic=arithmetic,
-                       conditional_agg=conditional, table_parts=table_parts, thresholds=tuple(thresholds))
+                       conditional_agg=conditional, table_parts=table_parts, thresholds=tuple(thresholds),
+                       ungrouped_columns=tuple(ungrouped))
 
 
 def measure_in_sql(measure: str, sql: SqlAnalysis, lexicon: Lexicon = DEFAULT) -> str:

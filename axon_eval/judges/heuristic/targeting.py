@@ -684,6 +684,10 @@ def assess_targeting(profile: QuestionProfile, info: StepInfo, horizon: int,
     amount = _amount_for_count(profile, info, evidence)
     if amount:
         t.wrong_scope.append(amount)
+    if sql.ungrouped_columns:
+        cols = ", ".join(sql.ungrouped_columns)
+        t.wrong_scope.append(f"the SQL puts {cols} beside an aggregate without GROUP BY, so one arbitrary row's "
+                             f"{cols} stands against a total over every row")
     m = _HOW_MANY_DISTINCT.search(profile.text)
     if m and sql.count_args and not any(a.startswith("distinct") for a in sql.count_args) \
             and "distinct" not in info.step.sql.lower():
