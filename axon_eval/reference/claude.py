@@ -118,25 +118,76 @@ class ClaudeReferenceJudge(AnthropicJudge):
         return {"judge_id": self.judge_id, "max_tokens": self.max_tokens, "system_sha256": self.prompt.sha256,
                 "schema": OUTPUT_SCHEMA, "temperature": self.temperature}
 
-    def reference_params(self, question: Question, evidence: Evidence, response: str) -> dict[str, Any]:
-        """The ``messages.create`` keyword arguments for one response."""
+    def reference_params(self, question: Question, evidence: Evidence, response: str, *,
+                         for_batch: bool = False) -> dict[str, Any]:
+        """The ``messages.create`` keyword arguments for one response; with ``for_batch`` the ``params`` of a
+        Message Batch request (a plain body: a temperature is a top-level field instead of ``extra_body``)."""
         params: dict[str, Any] = {
             "model": self.model, "max_tokens": self.max_tokens,
             "system": [{"type": "text", "text": SYSTEM, "cache_control": {"type": "ephemeral"}}],
             "messages": [{"role": "user", "content": request_text(question, evidence, response)}],
             "output_config": {"format": {"type": "json_schema", "schema": OUTPUT_SCHEMA}}}
         if self.temperature is not None:
-            params["extra_body"] = {"temperature": self.temperature}
+            if for_batch:
+                params["temperature"] = self.temperature
+            else:
+                params["extra_body"] = {"temperature": self.temperature}
         return params
 
-    def estimate_cost_usd(self, question: Question, evidence: Evidence, response: str) -> float | None:
+    def estimate_cost_usd(self, question: Question, evidence: Evidence, response: str, *,
+                          batch: bool = False) -> float | None:
         """Estimated USD of one call: ``(len(SYSTEM) + len(user message)) / CHARS_PER_TOKEN + 1`` input
         tokens at the base rate and ``min(max_tokens, EXPECTED_OUTPUT_TOKENS)`` output tokens (prompt-cache
-        reads ignored, so it errs high); ``None`` for a model not in the price table."""
+        reads ignored, so it errs high), at the batch discount with ``batch``; ``None`` for a model not in
+        the price table."""
         chars = len(SYSTEM) + len(request_text(question, evidence, response))
         usage = TokenUsage(input_tokens=int(chars / CHARS_PER_TOKEN) + 1,
                            output_tokens=min(self.max_tokens, EXPECTED_OUTPUT_TOKENS))
-        return cost_usd(self.model, usage)
+        return cost_usd(self.model, usage, batch=batch)
+
+    def judgement_from_message(self, message: Any, *, latency_ms: float | None, batch: bool = False,
+                               extra: dict[str, Any] | None = None) -> Judgement:
+        """The :class:`Judgement` of one reply (an online call's, or a succeeded batch result's ``message``
+        priced at the batch discount with ``batch``): a truncated, refused, empty or unparseable reply is
+        an error judgement that keeps the tokens and cost."""
+        completion = _completion_from_message(message)
+        usage = completion.usage
+        extra = {**(extra or {}), "request_id": completion.request_id, "stop_reason": completion.stop_reason}
+        note = price_note(self.model)
+        if note:
+            extra["notes"] = [note]
+        call = dict(latency_ms=latency_ms, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                    cache_read_tokens=usage.cache_read_tokens, cache_creation_tokens=usage.cache_creation_tokens,
+                    cost_usd=cost_usd(self.model, usage, batch=batch), extra=extra)
+        if completion.truncated:
+            return Judgement(None, error=f"judge error: reply truncated by the token limit (max_tokens="
+                                         f"{self.max_tokens}); no assessment", **call)
+        if completion.refusal:
+            return Judgement(None, error=f"judge error: the model refused: {completion.refusal[:300]}", **call)
+        if not completion.text:
+            return Judgement(None, error=f"judge error: empty reply (stop reason {completion.stop_reason!r})", **call)
+        try:
+            output = parse_output(completion.text, self.judge_id)
+        except ValueError as exc:
+            extra["raw_output"] = completion.text[:2000]
+            return Judgement(None, error=f"judge error: unparseable reply: {exc}", **call)
+        return Judgement(output, **call)
+
+    def judgement_from_batch_result(self, result: Any, batch_id: str) -> Judgement:
+        """The :class:`Judgement` of one Message Batch result (``None``: missing from the batch's results):
+        a succeeded one as :meth:`judgement_from_message` at the batch price; errored, expired and
+        canceled ones are error judgements naming the reason. ``extra["batch_id"]`` is always set."""
+        extra: dict[str, Any] = {"batch_id": batch_id}
+        if result is None:
+            return Judgement(None, error=f"judge error: request missing from the results of batch {batch_id}",
+                             extra=extra)
+        if result.type == "succeeded":
+            return self.judgement_from_message(result.message, latency_ms=None, batch=True, extra=extra)
+        if result.type == "errored":
+            err = result.error.error
+            return Judgement(None, error=f"judge error: batch request errored: {err.type}: {err.message}",
+                             extra=extra)
+        return Judgement(None, error=f"judge error: batch request {result.type} (batch {batch_id})", extra=extra)
 
     async def agrade(self, question: Question, evidence: Evidence, response: str) -> Judgement:
         """One call with the retry policy of :class:`~axon_eval.judges._llm.LLMJudge`; a failed call,
@@ -159,29 +210,7 @@ class ClaudeReferenceJudge(AnthropicJudge):
                                      latency_ms=(time.perf_counter() - start) * 1000.0, extra={"tries": tries})
                 await asyncio.sleep(self.backoff_delay(tries - 1, retry_after))
         latency_ms = (time.perf_counter() - start) * 1000.0
-        completion = _completion_from_message(message)
-        usage = completion.usage
-        extra: dict[str, Any] = {"tries": tries, "request_id": completion.request_id,
-                                 "stop_reason": completion.stop_reason}
-        note = price_note(self.model)
-        if note:
-            extra["notes"] = [note]
-        call = dict(latency_ms=latency_ms, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-                    cache_read_tokens=usage.cache_read_tokens, cache_creation_tokens=usage.cache_creation_tokens,
-                    cost_usd=cost_usd(self.model, usage), extra=extra)
-        if completion.truncated:
-            return Judgement(None, error=f"judge error: reply truncated by the token limit (max_tokens="
-                                         f"{self.max_tokens}); no assessment", **call)
-        if completion.refusal:
-            return Judgement(None, error=f"judge error: the model refused: {completion.refusal[:300]}", **call)
-        if not completion.text:
-            return Judgement(None, error=f"judge error: empty reply (stop reason {completion.stop_reason!r})", **call)
-        try:
-            output = parse_output(completion.text, self.judge_id)
-        except ValueError as exc:
-            extra["raw_output"] = completion.text[:2000]
-            return Judgement(None, error=f"judge error: unparseable reply: {exc}", **call)
-        return Judgement(output, **call)
+        return self.judgement_from_message(message, latency_ms=latency_ms, extra={"tries": tries})
 
     async def _agrade_many(self, requests: Sequence[tuple[Question, Evidence, str]], concurrency: int) -> list[Judgement]:
         gate = asyncio.Semaphore(max(1, int(concurrency)))

@@ -4,7 +4,7 @@
 
     python -m axon_eval grade-reference [--judge heuristic|claude:<model>[@<base_url>]]
         [--questions FILE] [--responses FILE] [--labels FILE | --no-labels] [--db FILE]
-        [--question ID ...] [--response ID ...] [--max-cost-usd X] [--concurrency N]
+        [--question ID ...] [--response ID ...] [--max-cost-usd X] [--concurrency N] [--batch]
         [--out DIR] [--no-cache] [--strict] [--json]
 
 Defaults: the bundled set (``data/reference/questions.yaml``, ``responses.jsonl``, ``labels.csv``) on the
@@ -12,6 +12,11 @@ bundled ``shop.sqlite`` with the offline heuristic judge. Writes a run folder
 (:func:`axon_eval.reference.run.grade_reference`), prints it, the grade counts, the agreement with the
 labels (false passes, false fails, review-required; overall and held-out), cache hits, tokens and cost.
 For a paid judge the estimated cost is printed on stderr before the first call.
+
+``--batch`` (Claude judge only; the heuristic is refused, exit 2): the uncached responses go to the API as
+one Message Batch at the batch price (:mod:`axon_eval.reference.batch`); its id is in the manifest and the
+run folder's ``batch.json`` before polling, so a run interrupted while waiting, started again with the same
+arguments, resumes polling that batch instead of paying again. ``--max-cost-usd`` bounds what is submitted.
 
 Exit status (:mod:`axon_eval.runs.manifest`): 0 every response graded (responses whose evidence could not
 be prepared are listed, allowed unless ``--strict``); 1 the run raised after its folder was made (kept,
@@ -33,7 +38,13 @@ DATA = Path(__file__).resolve().parents[2] / "data" / "reference"
 
 def _cmd_grade_reference(args: argparse.Namespace) -> int:
     from ..judges.base import MissingApiKey
-    from ..runs import EXIT_NO_VALID_TURNS, EXIT_USAGE, NoValidTurnsError, exit_code
+    from ..runs import (
+        EXIT_ERROR,
+        EXIT_NO_VALID_TURNS,
+        EXIT_USAGE,
+        NoValidTurnsError,
+        exit_code,
+    )
     from .run import grade_reference
 
     labels = None if args.no_labels else (args.labels or DATA / "labels.csv")
@@ -42,10 +53,13 @@ def _cmd_grade_reference(args: argparse.Namespace) -> int:
                               args.judge, labels_file=labels, db_path=args.db, question_ids=args.question or None,
                               response_ids=args.response or None, out_dir=args.out,
                               cache=False if args.no_cache else None, max_cost_usd=args.max_cost_usd,
-                              concurrency=args.concurrency)
+                              concurrency=args.concurrency, batch=args.batch)
     except (MissingApiKey, ValueError, FileNotFoundError, FileExistsError, TypeError, KeyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_NO_VALID_TURNS if isinstance(exc, NoValidTurnsError) else EXIT_USAGE
+    except TimeoutError as exc:  # batch mode: the run folder is kept, marked failed; the batch stays recorded
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     m = run.manifest
     code = exit_code(m, strict=args.strict)
     summary: dict[str, Any] = {
@@ -53,7 +67,7 @@ def _cmd_grade_reference(args: argparse.Namespace) -> int:
         "grades": {g: int(n) for g, n in run.table["grade"].value_counts().sort_index().items()},
         "agreement": run.agreement, "cache_hits": m.cache_hits, "cache_misses": m.cache_misses,
         "input_tokens": m.input_tokens, "output_tokens": m.output_tokens, "cost_usd": m.cost_usd,
-        "estimated_cost_usd": m.estimated_cost_usd}
+        "estimated_cost_usd": m.estimated_cost_usd, "batch": m.batch}
     if args.json:
         json.dump(summary, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -70,6 +84,9 @@ def _cmd_grade_reference(args: argparse.Namespace) -> int:
             "unknown" if m.input_tokens is not None else "none (no API call made)")
         print(f"cache:      {m.cache_hits} hit(s), {m.cache_misses} miss(es); tokens in/out "
               f"{m.input_tokens}/{m.output_tokens}; cost {cost}")
+        if m.batch is not None:
+            print(f"batch:      submitted {m.batch['submitted'] or 'none'} ({m.batch['requests']} request(s)), "
+                  f"resumed {m.batch['resumed'] or 'none'}; costs at the Message Batches price")
     c = m.counts
     line = (f"status: {m.status} (exit {code}): {c.judged} of {c.turns} responses graded, {c.unjudged} ungraded, "
             f"{c.invalid} stopped by their evidence")
@@ -94,6 +111,9 @@ def register(sub: Any) -> None:
     p.add_argument("--response", action="append", metavar="ID", help="grade only this response (repeatable)")
     p.add_argument("--max-cost-usd", type=float, metavar="X", help="stop before the reported cost exceeds X USD")
     p.add_argument("--concurrency", type=int, default=4, help="judge calls at a time (default 4)")
+    p.add_argument("--batch", action="store_true",
+                   help="send the uncached responses as one Anthropic Message Batch (Claude judge only; batch "
+                        "price; resumable)")
     p.add_argument("--out", type=Path, help="parent folder of the run folder (default runs/)")
     p.add_argument("--no-cache", action="store_true", help="neither reuse nor store grades")
     p.add_argument("--strict", action="store_true", help="exit 6 when some question's evidence could not be prepared")

@@ -6,7 +6,11 @@ and a stored grade is reused; the rest are sent to the judge (at most ``concurre
 verified and graded by code, and stored. For a paid judge the estimated cost of the calls still to make
 is announced first; with ``max_cost_usd``, before each call the cost reported so far plus the estimates
 of the calls already planned and of this one must stay within the budget, else this response and every
-later uncached one are ``error`` records of kind ``budget`` (never graded, never a fail).
+later uncached one are ``error`` records of kind ``budget`` (never graded, never a fail). With
+``batch=True`` (Claude judge only) the uncached responses go through one resumable Message Batch instead
+(:mod:`.batch`, sharing evaluate's :func:`axon_eval.runs.batch.run_batches`): estimates and costs at the
+batch price, the budget bounding what is submitted, the batch ids in the manifest's ``batch`` and the run
+folder's ``batch.json``.
 
 :func:`grade_reference` does that for files and writes a run folder with the conventions of
 :mod:`axon_eval.runs` (:func:`~axon_eval.runs.io.new_run_dir`, :class:`~axon_eval.runs.manifest.RunManifest`,
@@ -36,12 +40,13 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from ..runs.batch import batch_info, registry_dir
 from ..runs.budget import is_paid, unpriced_models
 from ..runs.evaluate import BUDGET_ERROR, fail_run, judge_provenance, record_git
 from ..runs.io import (
@@ -63,6 +68,7 @@ from ..runs.provenance import (
     relative_to_root,
     repository_root,
 )
+from .batch import BatchOptions, batch_judge, judge_in_batch
 from .cache import GradeCache
 from .evidence import Evidence, prepare_evidence
 from .grading import grade_response
@@ -137,10 +143,24 @@ def _check_responses(questions: Sequence[Question], responses: Sequence[Mapping[
 
 def grade_responses(questions: Sequence[Question], responses: Sequence[Mapping[str, Any]], db_path: str | Path,
                     judge: Any, *, cache: GradeCache | None = None, max_cost_usd: float | None = None,
-                    concurrency: int = 4, announce: Callable[[float | None, int], None] | None = None) -> Grading:
+                    concurrency: int = 4, announce: Callable[[float | None, int], None] | None = None,
+                    batch: bool = False, batch_options: BatchOptions | None = None) -> Grading:
     """Grade ``responses`` (dicts with ``response_id``, ``question_id``, ``response``) against ``questions``
     with ``judge`` through ``cache`` (see the module docstring). ``announce(estimate_usd, n_calls)`` is
-    called once before the first paid call. Returns a :class:`Grading` (records in input order)."""
+    called once before the first paid call. Returns a :class:`Grading` (records in input order).
+
+    With ``batch`` the uncached responses go through one resumable Message Batch (:mod:`.batch`; estimates
+    and costs at the batch price; ``batch_options`` say where its state is recorded, by default the
+    registry beside ``cache``); a judge that cannot batch raises ``ValueError`` before any work."""
+    if batch:
+        batch_judge(judge)
+        if batch_options is None:
+            if cache is None:
+                raise ValueError("batch mode without a grade cache needs batch_options.registry (where the batch "
+                                 "state is kept so an interrupted batch is resumed, not paid twice)")
+            batch_options = BatchOptions()
+        if batch_options.registry is None:
+            batch_options = replace(batch_options, registry=registry_dir(cache, Path(batch_options.folder or ".")))
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency!r}")
     if max_cost_usd is not None and (isinstance(max_cost_usd, bool) or not isinstance(max_cost_usd, int | float)
@@ -177,11 +197,49 @@ def grade_responses(questions: Sequence[Question], responses: Sequence[Mapping[s
         pending.append((i, q, ev, text, key))
 
     paid = is_paid(judge)
-    estimates = [judge.estimate_cost_usd(q, ev, text) for _i, q, ev, text, _k in pending]
+    estimates = [judge.estimate_cost_usd(q, ev, text, **({"batch": True} if batch else {}))
+                 for _i, q, ev, text, _k in pending]
     if paid and pending:
         grading.estimated_cost_usd = None if any(e is None for e in estimates) else float(sum(estimates))
         if announce is not None:
             announce(grading.estimated_cost_usd, len(pending))
+
+    def finish(i: int, q: Question, ev: Evidence, text: str, key: str, judged: Any) -> None:
+        """The record of one judgement: an error grade of kind ``judge``, or the grade derived by code."""
+        rid = responses[i]["response_id"]
+        if judged.output is None:
+            out[i] = error_record(q, ev, rid, text, **ident, kind="judge", error=str(judged.error),
+                                  cache_key=key, **judged.call_fields())
+            return
+        grade = grade_response(q, ev, rid, text, judged.output, key=key)
+        grade.judge_id = judge.judge_id
+        record = record_from_grade(grade, q, ev, text, model=judge.model, prompt_version=judge.prompt_version,
+                                   judge_output=judged.output.to_dict(), cache_key=key, **judged.call_fields())
+        if cache is not None and record.graded:
+            cache.put_grade(key, record)
+        out[i] = record
+
+    def budget_stop(i: int, q: Question, ev: Evidence, text: str, key: str, spent: float) -> None:
+        message = BUDGET_ERROR.format(budget=max_cost_usd, spent=spent).replace("not judged", "not graded")
+        out[i] = error_record(q, ev, responses[i]["response_id"], text, **ident, kind="budget", error=message,
+                              cache_key=key)
+        grading.n_budget_stopped += 1
+
+    if batch and pending:
+        assert batch_options is not None
+        judged_by_key, stopped_keys = judge_in_batch(judge, [(q, ev, text, key) for _i, q, ev, text, key in pending],
+                                                     estimates, options=batch_options, max_cost_usd=max_cost_usd)
+        grading.n_called = len(judged_by_key)
+        seen_keys: set[str] = set()
+        for i, q, ev, text, key in pending:
+            if key in stopped_keys:
+                budget_stop(i, q, ev, text, key, 0.0)
+                continue
+            finish(i, q, ev, text, key, judged_by_key[key])
+            if key in seen_keys and out[i] is not None:  # identical responses share one request: paid once
+                out[i] = out[i].model_copy(update={"cached": True})
+            seen_keys.add(key)
+        pending = []
     spent = 0.0
     stopped = False
     for start in range(0, len(pending), concurrency):
@@ -192,11 +250,7 @@ def grade_responses(questions: Sequence[Question], responses: Sequence[Mapping[s
             if max_cost_usd is not None and not stopped and planned + (estimate or 0.0) > max_cost_usd:
                 stopped = True
             if stopped:
-                i, q, ev, text, key = item
-                message = BUDGET_ERROR.format(budget=max_cost_usd, spent=spent).replace("not judged", "not graded")
-                out[i] = error_record(q, ev, responses[i]["response_id"], text, **ident, kind="budget",
-                                      error=message, cache_key=key)
-                grading.n_budget_stopped += 1
+                budget_stop(*item, spent)
                 continue
             planned += estimate or 0.0
             allowed.append((item, estimate))
@@ -206,19 +260,8 @@ def grade_responses(questions: Sequence[Question], responses: Sequence[Mapping[s
                                       concurrency=concurrency)
         grading.n_called += len(allowed)
         for ((i, q, ev, text, key), estimate), judged in zip(allowed, judgements, strict=True):
-            rid = responses[i]["response_id"]
             spent += judged.cost_usd if judged.cost_usd is not None else (estimate or 0.0)
-            if judged.output is None:
-                out[i] = error_record(q, ev, rid, text, **ident, kind="judge", error=str(judged.error),
-                                      cache_key=key, **judged.call_fields())
-                continue
-            grade = grade_response(q, ev, rid, text, judged.output, key=key)
-            grade.judge_id = judge.judge_id
-            record = record_from_grade(grade, q, ev, text, model=judge.model, prompt_version=judge.prompt_version,
-                                       judge_output=judged.output.to_dict(), cache_key=key, **judged.call_fields())
-            if cache is not None and record.graded:
-                cache.put_grade(key, record)
-            out[i] = record
+            finish(i, q, ev, text, key, judged)
     grading.records = [r for r in out if r is not None]
     if len(grading.records) != len(responses):  # pragma: no cover - every index is filled above
         raise RuntimeError("a response was left without a record")
@@ -316,7 +359,8 @@ def grade_reference(questions_file: str | Path, responses_file: str | Path, judg
                     out_dir: str | Path | None = None, run_dir: str | Path | None = None,
                     cache: GradeCache | str | Path | bool | None = None, max_cost_usd: float | None = None,
                     concurrency: int = 4, params: Mapping[str, Any] | None = None,
-                    report: bool = True) -> ReferenceRun:
+                    report: bool = True, batch: bool = False, batch_poll_s: float = 30.0,
+                    batch_timeout_s: float = 25 * 3600.0) -> ReferenceRun:
     """Grade the responses of ``responses_file`` against ``questions_file`` and write a run folder (module
     docstring); returns the :class:`ReferenceRun`.
 
@@ -330,6 +374,10 @@ def grade_reference(questions_file: str | Path, responses_file: str | Path, judg
     cache : the grade cache (:func:`open_grade_cache`; default: the verdict cache file of ``out_dir``).
     max_cost_usd : stop before the reported cost would exceed this many US dollars.
     params : further parameters to record (a notebook's).
+    batch : grade the uncached responses through one Anthropic Message Batch (half price, resumable:
+        :mod:`.batch`); the batch ids go to the manifest's ``batch`` and the folder's ``batch.json``. Polls
+        every ``batch_poll_s`` seconds; after ``batch_timeout_s`` the run fails with ``TimeoutError`` and
+        the batch stays recorded, so the same call again resumes polling it. Only a Claude judge can batch.
 
     Raises before writing anything: ``ValueError`` (bad spec, unknown id, bad number, a budget for an
     unpriced model), ``FileNotFoundError``, ``MissingApiKey``, and ``NoValidTurnsError`` when no response
@@ -347,6 +395,8 @@ def grade_reference(questions_file: str | Path, responses_file: str | Path, judg
         raise ValueError(f"max_cost_usd must be a non-negative number or None, got {max_cost_usd!r}")
     spec = judge if isinstance(judge, str) else None
     judge_obj = make_judge(judge) if isinstance(judge, str) else judge
+    if batch:
+        batch_judge(judge_obj)  # refuses a judge that cannot batch, before anything is written
     if max_cost_usd is not None and unpriced_models(judge_obj):
         raise ValueError(f"max_cost_usd cannot be kept: the price table (judges/prices.yaml) has no price for "
                          f"{unpriced_models(judge_obj)}; add one or grade without a budget")
@@ -380,7 +430,7 @@ def grade_reference(questions_file: str | Path, responses_file: str | Path, judg
         "labels_file": rel(labels_file) if labels_file is not None else None, "db_path": rel(db),
         "judge": spec or judge_spec(judge_obj), "question_ids": list(question_ids or []) or None,
         "response_ids": list(response_ids or []) or None, "max_cost_usd": max_cost_usd,
-        "concurrency": concurrency, "name": RUN_NAME, **dict(params or {})}))
+        "concurrency": concurrency, "batch": bool(batch), "name": RUN_NAME, **dict(params or {})}))
     provenance = judge_provenance(judge_obj)
     existing = None
     if (folder / "manifest.json").exists():
@@ -419,8 +469,14 @@ def grade_reference(questions_file: str | Path, responses_file: str | Path, judg
 
         with open_grade_cache(cache, out) as grade_cache:
             before = grade_cache.stats.as_dict() if grade_cache is not None else None
+            options = None
+            if batch:
+                options = BatchOptions(registry=registry_dir(grade_cache, folder), folder=folder, manifest=manifest,
+                                       poll_interval=batch_poll_s, timeout=batch_timeout_s)
+                manifest.batch = batch_info(options.registry)
             grading = grade_responses(questions, responses, db, judge_obj, cache=grade_cache,
-                                      max_cost_usd=max_cost_usd, concurrency=concurrency, announce=announce)
+                                      max_cost_usd=max_cost_usd, concurrency=concurrency, announce=announce,
+                                      batch=batch, batch_options=options)
             if grade_cache is not None and before is not None:
                 after = grade_cache.stats.as_dict()
                 manifest.cache_path = rel(grade_cache.path)

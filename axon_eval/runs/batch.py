@@ -23,6 +23,10 @@ batch takes at most 100,000 requests, so this is bounded by the API's own limit)
 
 Only ``anthropic:<model>`` and ``repeat(anthropic:<model>, n)`` judges can batch; other judges are refused
 with a clear error before anything is written.
+
+The generic part (the registry, state files, resume by keys, submit / poll / collect through the SDK) is
+:func:`run_batches`; it knows nothing of views or verdicts and is shared with reference grading
+(:mod:`axon_eval.reference.batch`), whose ``custom_id`` is the grade key.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -105,6 +109,96 @@ async def _submit(leaf: Any, requests: list[dict[str, Any]]) -> str:
     return str(batch.id)
 
 
+PRICING_NOTE = "Message Batches: batch_discount of judges/prices.yaml applied to every cost"
+
+
+def batch_info(registry: Path) -> dict[str, Any]:
+    """What a manifest's ``batch`` records before any batch was resumed or submitted."""
+    return {"registry": str(registry), "resumed": [], "submitted": [], "requests": 0, "pricing": PRICING_NOTE}
+
+
+def run_batches(leaf: Any, keys: Sequence[str], params_of: Callable[[str], dict[str, Any]],
+                on_result: Callable[[str, Any, str], None], *, registry: Path, folder: Path | None = None,
+                manifest: Any = None, poll_interval: float = 30.0, timeout: float = 25 * 3600.0,
+                select: Callable[[list[str]], list[str]] | None = None, kind: str | None = None) -> dict[str, Any]:
+    """The shared core of batch mode: get a result for every key of ``keys`` (``custom_id`` s, in input
+    order, no duplicates) without ever paying twice; returns the ``info`` dict a manifest records
+    (``registry``, ``resumed`` / ``submitted`` batch ids, ``requests`` submitted, ``pricing``).
+
+    1. every uncollected state file of ``leaf.judge_id`` in ``registry`` holding some key still without a
+       result is polled and collected first (resume), then marked ``collected``;
+    2. the keys still without a result, narrowed by ``select`` (the budget; it returns the keys to submit),
+       are submitted as one batch of ``{"custom_id": key, "params": params_of(key)}``; its state is written
+       to ``registry`` and ``folder/batch.json`` before polling;
+    3. every result is handed to ``on_result(key, result, batch_id)`` (``result`` is the SDK's result
+       object: ``.type`` succeeded / errored / expired / canceled); keys not in ``keys`` are ignored.
+
+    ``manifest.batch`` (when given) is set to ``info`` and written to ``folder`` as soon as a batch is
+    resumed or submitted. Polling past ``timeout`` raises ``TimeoutError``; the state stays ``submitted``,
+    so a restarted run resumes it. Runs its own event loop (:func:`~axon_eval.judges.base.run_sync`).
+    """
+    from ..judges.base import run_sync
+
+    wanted = set(keys)
+    done: set[str] = set()
+    info = batch_info(registry)
+
+    def record_info() -> None:
+        if manifest is not None:
+            manifest.batch = info
+            if folder is not None:
+                manifest.write(folder)
+
+    async def collect(batch_id: str) -> None:
+        results = await _poll_and_collect(leaf, batch_id, poll_interval, timeout)
+        for key, result in results.items():
+            if key in wanted:
+                on_result(key, result, batch_id)
+                done.add(key)
+
+    async def network() -> None:
+        try:
+            for path, state in _read_states(registry, leaf.judge_id):
+                if not (wanted - done).intersection(state.get("keys", [])):
+                    continue
+                info["resumed"].append(state["batch_id"])
+                record_info()
+                await collect(state["batch_id"])
+                state.update(status="collected", collected_at=iso(utc_now()))
+                _write_state(path, state)
+            todo = [k for k in keys if k not in done]
+            if select is not None:
+                todo = select(todo)
+            if todo:
+                requests = [{"custom_id": k, "params": params_of(k)} for k in todo]
+                batch_id = await _submit(leaf, requests)
+                state = {"batch_id": batch_id, "judge_id": leaf.judge_id,
+                         "run": str(folder) if folder is not None else None, "keys": todo,
+                         "status": "submitted", "submitted_at": iso(utc_now())}
+                if kind is not None:
+                    state["kind"] = kind
+                state_path = registry / f"{batch_id}.json"
+                _write_state(state_path, state)  # before polling: an interruption now resumes, never resubmits
+                if folder is not None:
+                    write_json(folder / "batch.json", state)
+                info["submitted"].append(batch_id)
+                info["requests"] = len(requests)
+                record_info()
+                await collect(batch_id)
+                state.update(status="collected", collected_at=iso(utc_now()))
+                _write_state(state_path, state)
+                if folder is not None:
+                    write_json(folder / "batch.json", state)
+        finally:
+            await leaf.aclose()
+
+    if keys:
+        run_sync(network)
+    if manifest is not None:
+        manifest.batch = info
+    return info
+
+
 def _record(leaf: Any, view: EvidenceView, sample: int, result: Any, batch_id: str) -> JudgeRecord:
     from ..judges.anthropic_judge import _completion_from_message
 
@@ -125,7 +219,6 @@ def judge_run_in_batch(judge: Any, chunks: Iterable[tuple[list[Any], list[Eviden
                        poll_interval: float = 30.0, timeout: float = 25 * 3600.0, bar: Any = None,
                        max_cost_usd: float | None = None) -> None:
     """Judge every chunk through one resumable Message Batch and write them (module docstring)."""
-    from ..judges.base import run_sync
     from .evaluate import BUDGET_ERROR
 
     leaf, samples = batch_leaf(judge)
@@ -159,58 +252,18 @@ def judge_run_in_batch(judge: Any, chunks: Iterable[tuple[list[Any], list[Eviden
             kept.append(key)
         return kept
 
-    registry = registry_dir(cache, folder)
-    info: dict[str, Any] = {"registry": str(registry), "resumed": [], "submitted": [], "requests": 0,
-                            "pricing": "Message Batches: batch_discount of judges/prices.yaml applied to every cost"}
+    def on_result(key: str, result: Any, batch_id: str) -> None:
+        view, s = job_of[key]
+        rec = _record(leaf, view, s, result, batch_id)
+        if rec.judged and cache is not None:
+            cache.put(key, rec.model_copy(update={"cache_key": key}), view_sha256=view.sha256)
+        ready[key] = rec
 
-    async def collect(batch_id: str) -> None:
-        results = await _poll_and_collect(leaf, batch_id, poll_interval, timeout)
-        for key, result in results.items():
-            if key not in missing or key not in job_of:
-                continue
-            view, s = job_of[key]
-            rec = _record(leaf, view, s, result, batch_id)
-            if rec.judged and cache is not None:
-                cache.put(key, rec.model_copy(update={"cache_key": key}), view_sha256=view.sha256)
-            ready[key] = rec
-
-    async def network() -> None:
-        try:
-            for path, state in _read_states(registry, leaf.judge_id):
-                if not (missing - set(ready)).intersection(state.get("keys", [])):
-                    continue
-                info["resumed"].append(state["batch_id"])
-                manifest.batch = info
-                manifest.write(folder)
-                await collect(state["batch_id"])
-                state.update(status="collected", collected_at=iso(utc_now()))
-                _write_state(path, state)
-            todo = sorted(missing - set(ready), key=order.__getitem__)
-            if max_cost_usd is not None:
-                todo = within_budget(todo)
-            if todo:
-                requests = [{"custom_id": k, "params": leaf.request_params(job_of[k][0], for_batch=True)}
-                            for k in todo]
-                batch_id = await _submit(leaf, requests)
-                state = {"batch_id": batch_id, "judge_id": leaf.judge_id, "run": str(folder), "keys": todo,
-                         "status": "submitted", "submitted_at": iso(utc_now())}
-                state_path = registry / f"{batch_id}.json"
-                _write_state(state_path, state)  # before polling: an interruption now resumes, never resubmits
-                write_json(folder / "batch.json", state)
-                info["submitted"].append(batch_id)
-                info["requests"] = len(requests)
-                manifest.batch = info
-                manifest.write(folder)
-                await collect(batch_id)
-                state.update(status="collected", collected_at=iso(utc_now()))
-                _write_state(state_path, state)
-                write_json(folder / "batch.json", state)
-        finally:
-            await leaf.aclose()
-
-    if missing:
-        run_sync(network)
-    manifest.batch = info
+    todo_keys = sorted(missing, key=order.__getitem__)
+    run_batches(leaf, todo_keys, lambda k: leaf.request_params(job_of[k][0], for_batch=True), on_result,
+                registry=registry_dir(cache, folder), folder=folder, manifest=manifest,
+                poll_interval=poll_interval, timeout=timeout,
+                select=within_budget if max_cost_usd is not None else None)
     k = 0
     used: set[str] = set()
     for items, views, n_turns in chunk_list:
