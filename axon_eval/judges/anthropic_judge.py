@@ -109,6 +109,11 @@ class AnthropicJudge(LLMJudge):
         }
         if self.mode == "structured":
             params["output_config"] = {"format": {"type": "json_schema", "schema": verdict_json_schema()}}
+        return self._with_temperature(params, for_batch=for_batch)
+
+    def _with_temperature(self, params: dict[str, Any], *, for_batch: bool) -> dict[str, Any]:
+        """``params`` with the temperature, when one is set: a plain field in a batch request, and sent
+        through ``extra_body`` online (SDK 2.14's ``messages.create`` has no typed ``temperature``; module docstring)."""
         if self.temperature is not None:
             if for_batch:
                 params["temperature"] = self.temperature

@@ -127,12 +127,7 @@ class ClaudeReferenceJudge(AnthropicJudge):
             "system": [{"type": "text", "text": SYSTEM, "cache_control": {"type": "ephemeral"}}],
             "messages": [{"role": "user", "content": request_text(question, evidence, response)}],
             "output_config": {"format": {"type": "json_schema", "schema": OUTPUT_SCHEMA}}}
-        if self.temperature is not None:
-            if for_batch:
-                params["temperature"] = self.temperature
-            else:
-                params["extra_body"] = {"temperature": self.temperature}
-        return params
+        return self._with_temperature(params, for_batch=for_batch)
 
     def estimate_cost_usd(self, question: Question, evidence: Evidence, response: str, *,
                           batch: bool = False) -> float | None:
