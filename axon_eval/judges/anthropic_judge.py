@@ -113,7 +113,8 @@ class AnthropicJudge(LLMJudge):
 
     def _with_temperature(self, params: dict[str, Any], *, for_batch: bool) -> dict[str, Any]:
         """``params`` with the temperature, when one is set: a plain field in a batch request, and sent
-        through ``extra_body`` online (SDK 2.14's ``messages.create`` has no typed ``temperature``; module docstring)."""
+        through ``extra_body`` online (SDK 2.14's ``messages.create`` has no typed ``temperature``; see
+        the module docstring)."""
         if self.temperature is not None:
             if for_batch:
                 params["temperature"] = self.temperature
