@@ -632,3 +632,24 @@ def test_a_bare_column_beside_an_aggregate_without_group_by_is_a_different_quest
     extreme = f"SELECT {key}, MAX(x) AS {alias} FROM events WHERE year = 2024"
     v3, _ = judge(make_view(q, [sql_step(extreme, [key, alias], [["Alpha One", 912]])], "Alpha One: 912."), domain)
     assert "without GROUP BY" not in v3.explanation, v3.explanation
+
+
+NULL_CASES = {
+    "sports": ("How many points did Saltmere score in 2024?", "SUM(points)", "points", "saltmere"),
+    "retail": ("What did Texas customers spend in 2024?", "SUM(total)", "spend", "texas"),
+    "finance": ("What fees did the Northwind fund pay in 2024?", "SUM(amount)", "fees", "northwind"),
+}
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_an_aggregate_of_only_nulls_is_as_empty_as_no_rows(domain):
+    """One row of NULLs (SUM over no matching rows: a filter literal that matched nothing) answers
+    nothing; a row with a value does."""
+    q, agg, alias, literal = NULL_CASES[domain]  # a lower-case literal that matches no stored name
+    sql = f"SELECT {agg} AS {alias} FROM facts WHERE name = '{literal}' AND year = 2024"
+    v, details = judge(make_view(q, [sql_step(sql, [alias], [[None]])]), "none")
+    assert "only NULLs" in v.explanation and v.result_relevance == 2 and v.verdict == "partial", v.explanation
+    empty, _ = judge(make_view(q, [sql_step(sql, [alias], [])]), "none")
+    assert "returned no rows" in empty.explanation and empty.verdict == "partial", empty.explanation
+    v2, _ = judge(make_view(q, [sql_step(sql, [alias], [[412]])]), "none")
+    assert "NULL" not in v2.explanation and v2.result_relevance == 10, v2.explanation

@@ -32,8 +32,9 @@ verdict/band cross-check can disagree. A decision list, first match wins (:func:
    (wrong period, entity, category or ordering).
 2. ``partial``: the answer states a claim the rows contradict or do not hold (fabricated figure,
    wrong sign or scale, unsupported name, rank or absolute claim); an incomplete set (narrowing
-   filter, one-sided join, a LIMIT that cuts the set or is below the top N asked for); the chain
-   ended on an unrecovered failure; claims the judge could not verify (they would sit in rows it
+   filter, one-sided join, a LIMIT that cuts the set or is below the top N asked for); a data
+   question whose answering statement returned no rows or only NULLs; the chain ended on an
+   unrecovered failure; claims the judge could not verify (they would sit in rows it
    does not see); instructions to the evaluator in the answer; an asked measure the SQL never
    computes, an asked entity absent from filters and rows, a subject selected by an opaque id the
    judge cannot tie to the asked entity, or a period wider than asked.
@@ -230,6 +231,9 @@ def decide_verdict(profile: Any, evidence: Any, targeting: Targeting, relevance:
         return "partial", f"the answer states {', '.join(kinds)} claims a user could not rely on"
     if relevance.flags.get("incomplete"):
         return "partial", "the rows are an incomplete set"
+    if relevance.flags.get("empty") and needs_data:
+        return "partial", ("the answering statement returned no rows (or only NULLs): the answer rests on an "
+                           "absence")
     if executed and executed[-1].step.status in ("error", "timeout"):
         return "partial", "the chain ended on an unrecovered failure"
     if any(c.status == UNVERIFIABLE for c in claims):

@@ -36,7 +36,7 @@ def check_relevance(profile: QuestionProfile, evidence: Evidence, answer_step: S
     No SQL: 10 for a schema question whose tool output covers it (8 otherwise); 0 with no steps;
     2 when a data question got only tool output. Only guardrail blocks: 9 (nothing may be retrieved;
     refusing is the right outcome). All executions failed: 0. On the answering statement: empty
-    result 2; wrong scope -8; asked entity absent -5; an incomplete set -5 (narrowing filter or
+    result (no rows, or only NULLs) 2; wrong scope -8; asked entity absent -5; an incomplete set -5 (narrowing filter or
     one-sided join, a LIMIT that cuts the set or returns fewer than the top N asked for, or the rows'
     measure column summing to less than the
     count the question/answer states); unrecovered failure caps at 5. A result larger than the
@@ -71,6 +71,12 @@ def check_relevance(profile: QuestionProfile, evidence: Evidence, answer_step: S
     if st.total == 0:
         score = 2
         r.findings.append(f"step {st.index} returned no rows")
+        r.flags["empty"] = True
+    elif not st.truncated and st.step.rows and all(all(v is None for v in row) for row in st.step.rows):
+        # SUM/AVG/MAX over no matching rows gives one row of NULLs: as empty as no rows at all
+        score = 2
+        r.findings.append(f"step {st.index} returned only NULLs (an aggregate over no matching rows)")
+        r.flags["empty"] = True
     if targeting.wrong_scope:
         score -= 8
         r.findings.append(f"the rows of step {st.index} answer a different question")
