@@ -13,7 +13,7 @@ from typing import Any
 from .evidence_index import StepInfo, _mention_key
 from .question import QuestionProfile
 from .sql_facts import SqlAnalysis, SqlFilter, _parts, measure_in_sql
-from .text import _ISO_DATE, _TOKEN, _norm, _stem
+from .text import _ISO_DATE, _TOKEN, _norm, _stem, extract_numbers
 
 
 def step_grounding(profile: QuestionProfile, info: StepInfo) -> float:
@@ -263,8 +263,6 @@ def question_thresholds(question: str) -> list[tuple[str, float]]:
     """The thresholds a question states: ``(op, number)`` with op gt/gte/lt/lte (``more than 5`` ->
     ``("gt", 5)``, ``5 or more`` -> ``("gte", 5)``, ``at most 5`` -> ``("lte", 5)``). Years are not
     thresholds."""
-    from .text import extract_numbers
-
     out = []
     for n in extract_numbers(question):
         if n.is_year or n.ordinal:
@@ -673,7 +671,7 @@ def assess_targeting(profile: QuestionProfile, info: StepInfo, horizon: int,
         if where == "alias" and sql.count_only and not sql.arithmetic and not sql.conditional_agg:
             t.wrong_scope.append(f"the question asks for {meas} but the SQL only names a COUNT '{meas}' "
                                  "without any condition that selects them")
-        elif where == "" and not (not profile.wants_aggregate and profile.lexicon.measures[meas][0].search(info.text)):
+        elif where == "" and (profile.wants_aggregate or not profile.lexicon.measures[meas][0].search(info.text)):
             # a measure word the shown rows hold as a value ("who scored the try" over rows of
             # event_type 'try') is a thing being looked up, not a quantity left uncomputed
             t.missing_measure.append(meas)
