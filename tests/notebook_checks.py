@@ -29,3 +29,28 @@ def assert_thin_notebook(path: str | Path) -> nbformat.NotebookNode:
 def markdown_text(nb: nbformat.NotebookNode) -> str:
     """All markdown of a notebook, for checking that it explains what it must."""
     return "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+
+
+#: Provider variables removed for a smoke run, so no notebook default can reach a real provider.
+PROVIDER_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL")
+
+
+def run_smoke(notebook: Path, smoke: Path, out: Path, *, cache: Path | None = None, times: int = 1) -> list:
+    """Execute ``notebook`` ``times`` times on the ``smoke`` parameter file the way ``make studies`` does,
+    with every run folder under ``out`` (``$AXON_EVAL_RUNS_DIR``; a study's source and comparison runs
+    land there too), the verdict cache at ``cache`` (or the project default when ``None``), and no
+    provider key or base URL in the environment. Returns the :class:`~axon_eval.runner` results."""
+    import pytest
+
+    from axon_eval import runs
+    from axon_eval.runner import run_notebook
+
+    with pytest.MonkeyPatch.context() as mp:
+        for var in PROVIDER_ENV:
+            mp.delenv(var, raising=False)
+        mp.setenv(runs.RUNS_DIR_ENV, str(out))
+        if cache is None:
+            mp.delenv(runs.CACHE_ENV, raising=False)
+        else:
+            mp.setenv(runs.CACHE_ENV, str(cache))
+        return [run_notebook(notebook, params_files=[smoke], out_dir=out) for _ in range(times)]

@@ -27,7 +27,7 @@ from axon_eval.judges.base import Judge, JudgeRecord, Verdict
 from axon_eval.judges.wrappers import NoiseJudge
 from axon_eval.rubric import DIMENSIONS, Rubric
 from axon_eval.runner import check_parameters, load_params_files, notebook_parameters, run_notebook
-from notebook_checks import assert_thin_notebook
+from notebook_checks import assert_thin_notebook, run_smoke
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "02_weight_sensitivity.ipynb"
@@ -97,10 +97,7 @@ def check_study(folder: Path, *, deltas: list[float], candidate: bool) -> dict:
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(runs.RUNS_DIR_ENV, str(out))  # the source, rescored and comparison runs land here too
-        mp.delenv(runs.CACHE_ENV, raising=False)
-        result = run_notebook(NOTEBOOK, params_files=[SMOKE], out_dir=out)
+    (result,) = run_smoke(NOTEBOOK, SMOKE, out)  # the source, rescored and comparison runs land in out too
     return out, result
 
 

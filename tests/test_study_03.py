@@ -32,7 +32,7 @@ from axon_eval.stats.noise import (
     noise_study_judge,
     samples_from_results,
 )
-from notebook_checks import assert_thin_notebook
+from notebook_checks import assert_thin_notebook, run_smoke
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "03_judge_noise.ipynb"
@@ -156,12 +156,7 @@ def test_noise_figures_say_simulated_first_and_survive_zero_variance(zero, tmp_p
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.delenv("ANTHROPIC_API_KEY", raising=False)
-        mp.delenv("ANTHROPIC_BASE_URL", raising=False)
-        mp.setenv(RUNS_DIR_ENV, str(out))
-        mp.setenv(CACHE_ENV, str(out / "cache.sqlite"))
-        result = run_notebook(NOTEBOOK, params_files=[SMOKE])
+    (result,) = run_smoke(NOTEBOOK, SMOKE, out, cache=out / "cache.sqlite")
     return out, result
 
 

@@ -15,10 +15,10 @@ import pytest
 from matplotlib.figure import Figure
 
 from axon_eval import plots
-from axon_eval.runner import check_parameters, load_params_files, notebook_parameters, run_notebook
-from axon_eval.runs import CACHE_ENV, RUNS_DIR_ENV, file_sha256
+from axon_eval.runner import check_parameters, load_params_files, notebook_parameters
+from axon_eval.runs import file_sha256
 from axon_eval.stats.horizon import BY_HORIZON_KEYS, STUDY_NAME
-from notebook_checks import assert_thin_notebook
+from notebook_checks import assert_thin_notebook, run_smoke
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "04_row_horizon.ipynb"
@@ -94,11 +94,7 @@ def smoke_runs(tmp_path_factory):
     """Two executions of 04_row_horizon with the smoke parameters, runs and verdict cache under tmp."""
     base = tmp_path_factory.mktemp("study04")
     out = base / "runs"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(RUNS_DIR_ENV, str(out))
-        mp.setenv(CACHE_ENV, str(base / "cache" / "verdicts.sqlite"))
-        first = run_notebook(NOTEBOOK, params_files=[SMOKE], out_dir=out)
-        second = run_notebook(NOTEBOOK, params_files=[SMOKE], out_dir=out)
+    first, second = run_smoke(NOTEBOOK, SMOKE, out, cache=base / "cache" / "verdicts.sqlite", times=2)
     return base, first, second
 
 

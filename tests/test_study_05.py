@@ -13,8 +13,8 @@ import nbformat
 import pytest
 
 from axon_eval import runs
-from axon_eval.runner import check_parameters, load_params_files, notebook_parameters, run_notebook
-from notebook_checks import assert_thin_notebook
+from axon_eval.runner import check_parameters, load_params_files, notebook_parameters
+from notebook_checks import assert_thin_notebook, run_smoke
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "05_calibration.ipynb"
@@ -43,10 +43,7 @@ def test_smoke_parameters_are_notebook_parameters_and_small():
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(runs.RUNS_DIR_ENV, str(out))
-        mp.delenv(runs.CACHE_ENV, raising=False)
-        result = run_notebook(NOTEBOOK, params_files=[SMOKE], out_dir=out)
+    (result,) = run_smoke(NOTEBOOK, SMOKE, out)
     return out, result
 
 

@@ -23,9 +23,9 @@ import yaml
 
 from axon_eval import runs
 from axon_eval.rubric import DIMENSIONS, Rubric
-from axon_eval.runner import check_parameters, load_params_files, notebook_parameters, run_notebook
+from axon_eval.runner import check_parameters, load_params_files, notebook_parameters
 from axon_eval.stats.recalibration import DO_NOT_ADOPT
-from notebook_checks import assert_thin_notebook
+from notebook_checks import assert_thin_notebook, run_smoke
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "07_weight_recalibration.ipynb"
@@ -70,11 +70,7 @@ def test_smoke_parameters_are_notebook_parameters_and_tiny():
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs")
-    cache = tmp_path_factory.mktemp("cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(runs.RUNS_DIR_ENV, str(out))  # the source run lands here too
-        mp.setenv(runs.CACHE_ENV, str(cache / "verdicts.sqlite"))
-        result = run_notebook(NOTEBOOK, params_files=[SMOKE], out_dir=out)
+    (result,) = run_smoke(NOTEBOOK, SMOKE, out, cache=tmp_path_factory.mktemp("cache") / "verdicts.sqlite")
     return out, result
 
 
