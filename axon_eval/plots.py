@@ -749,7 +749,7 @@ def save_titled_figure(fig: Figure, path: str | Path, *, dpi: int = 110) -> Path
 # axon_eval.stats.recalibration (no fitting or scoring here). Every title says the labels are constructed
 # when ``constructed=True`` (the offline default): the fitted weights are not to be adopted.
 RECAL_METHOD_COLOURS = {"nominal": "#616161", "least_squares": "#1565c0", "ordinal": "#6a1b9a",
-                        "axon-v1-faithcap": "#ef6c00"}
+                        "axon-v1-faithcap": "#ef6c00", "axon-v1-faithpartial": "#2e7d32"}
 RECAL_CONSTRUCTED = "CONSTRUCTED labels, not human judgements: do not adopt these weights"
 
 

@@ -266,7 +266,7 @@ def test_study_record_to_json_on_the_constructed_labels():
             "labels_note", "do_not_adopt", "in_sample_kappa", "least_squares", "ordinal"} <= set(out)
     assert out["n"] == len(labels) and out["n_folds"] == 3
     assert set(out["fitted_weights"]) == {"least_squares", "ordinal"}
-    assert set(out["cv_kappa"]) == {"nominal", "least_squares", "ordinal", "axon-v1-faithcap"}
+    assert set(out["cv_kappa"]) == {"nominal", "least_squares", "ordinal", "axon-v1-faithcap", "axon-v1-faithpartial"}
     assert all(len(v["per_fold"]) == 3 for v in out["cv_kappa"].values())
     fab = {r["rubric"]: (r["score"], r["band"]) for r in out["fabricated_10_10_10_0"]}
     assert fab["nominal"] == (80.0, "good") and fab["axon-v1-faithcap"] == (49.0, "poor")

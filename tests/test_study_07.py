@@ -38,7 +38,7 @@ ISSUE_KEYS = {"study", "simulated", "source_run", "judge_id", "rubric_id", "labe
               "fitted_weights", "cv_kappa", "nominal_weights", "in_sample_kappa", "fabricated_10_10_10_0",
               "least_squares", "ordinal", "proposals", "labels_note", "do_not_adopt", "targets", "base_rubric",
               "n_unlabelled"}
-METHODS = {"nominal", "least_squares", "ordinal", "axon-v1-faithcap"}
+METHODS = {"nominal", "least_squares", "ordinal", "axon-v1-faithcap", "axon-v1-faithpartial"}
 FIGURES = {"weights.png", "cv_kappa.png", "fabricated_10_10_10_0.png"}
 
 
@@ -103,10 +103,11 @@ def test_smoke_run_writes_the_study(smoke_run):
         assert k["mean"] is None or -1 <= k["mean"] <= 1
     assert study["nominal_weights"] == Rubric.default().weights.as_dict()
 
-    # (10, 10, 10, 0): 80 good under axon-v1, 49 poor under the faithfulness cap, 100 * (1 - w_f) refitted
+    # (10, 10, 10, 0): 80 good under axon-v1, 49 poor / 79 partial under the faithfulness caps, 100 * (1 - w_f) refitted
     fab = {r["rubric"]: r for r in study["fabricated_10_10_10_0"]}
     assert (fab["nominal"]["score"], fab["nominal"]["band"]) == (80.0, "good")
     assert (fab["axon-v1-faithcap"]["score"], fab["axon-v1-faithcap"]["band"]) == (49.0, "poor")
+    assert (fab["axon-v1-faithpartial"]["score"], fab["axon-v1-faithpartial"]["band"]) == (79.0, "partial")
     for method, prop in study["proposals"].items():
         expected = round(100 * (1 - prop["weights"]["answer_faithfulness"]), 1)
         assert fab[method]["score"] == pytest.approx(expected) and fab[method]["rubric_id"] == prop["rubric_id"]

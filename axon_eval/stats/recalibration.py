@@ -652,6 +652,11 @@ class RecalibrationStudy:
         }
 
 
+#: The packaged candidate rubrics a study on ``axon-v1`` compares by default: a faithfulness cap at 49
+#: (``poor``) and at 79 (``partial``), the two forms of "an unfaithful answer cannot be good".
+DEFAULT_REFERENCES = ("axon-v1-faithcap", "axon-v1-faithpartial")
+
+
 def recalibration_study(data: LabelledSegments, base: Rubric | None = None, *, n_folds: int = 5, seed: int = 0,
                         references: Mapping[str, Rubric] | None = None, apply_caps: bool = True,
                         exclude_capped: bool = True, constructed: bool = True,
@@ -659,8 +664,8 @@ def recalibration_study(data: LabelledSegments, base: Rubric | None = None, *, n
     """Both fits on all labelled segments, cross-validated kappas on shared seeded folds, the proposals and
     the (10,10,10,0) table.
 
-    ``references``: unfitted rubrics to compare on the same folds and in the (10,10,10,0) table (default
-    ``{"axon-v1-faithcap": Rubric.packaged("axon-v1-faithcap")}`` when ``base`` is ``axon-v1``). The fitted
+    ``references``: unfitted rubrics to compare on the same folds and in the (10,10,10,0) table (default:
+    the packaged candidates :data:`DEFAULT_REFERENCES` when ``base`` is ``axon-v1``). The fitted
     rubrics of the in-sample kappa and the (10,10,10,0) table are the proposals themselves (weights rounded
     to 4 decimals, names ``<base>-refit-least-squares`` / ``<base>-refit-ordinal``), so the ids shown are
     the ids of the files; the cross-validation refits unrounded weights fold by fold. ``constructed`` puts
@@ -669,8 +674,8 @@ def recalibration_study(data: LabelledSegments, base: Rubric | None = None, *, n
     """
     base = base or Rubric.default()
     if references is None:
-        references = ({"axon-v1-faithcap": Rubric.packaged("axon-v1-faithcap")} if base.id == Rubric.default().id
-                      else {})
+        references = ({name: Rubric.packaged(name) for name in DEFAULT_REFERENCES}
+                      if base.id == Rubric.default().id else {})
     lsq = fit_least_squares(data, base, apply_caps=apply_caps)
     ordf = fit_ordinal(data, base, exclude_capped=exclude_capped)
     cv = cross_validate(data, base, n_folds=n_folds, seed=seed, references=references, apply_caps=apply_caps,
