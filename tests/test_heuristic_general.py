@@ -376,7 +376,8 @@ def test_a_request_verb_opening_the_question_is_not_part_of_a_name(text, names):
 BUNDLED_CODE_CASES = {
     "sports": ("How many players does Harbour City have? How many tries were scored in 2024?",
                "SELECT COUNT(*) AS players FROM players WHERE team_code = 'HC'", ["players"], [[31]],
-               "SELECT COUNT(*) AS tries FROM events WHERE event_type = 'try' AND match_date < '2024-01-01'", ["tries"], [[412]]),
+               "SELECT COUNT(*) AS tries FROM events WHERE event_type = 'try' AND match_date < '2024-01-01'",
+               ["tries"], [[412]]),
     "retail": ("How many customers do we have in California? What was the refund rate in 2024?",
                "SELECT COUNT(*) AS customers FROM customers WHERE state = 'CA'", ["customers"], [[809]],
                "SELECT ROUND(100.0 * SUM(refunded) / COUNT(*), 2) AS refund_rate FROM orders "
@@ -451,7 +452,8 @@ def test_an_unmapped_code_filter_that_drops_the_asked_name_narrows_the_set(domai
 
 PER_ROW_FIGURE = {
     "sports": ("How many points did Thornmere score in 2024?", ["team", "points_for", "league_points"],
-               [["Ironhollow", 305, 32], ["Thornmere", 260, 24], ["Saltmere", 245, 24]], "Thornmere scored 260 points."),
+               [["Ironhollow", 305, 32], ["Thornmere", 260, 24], ["Saltmere", 245, 24]],
+               "Thornmere scored 260 points."),
     "retail": ("How many orders did Texas place in 2024?", ["state", "orders", "returns"],
                [["CA", 1082, 40], ["TX", 972, 31], ["FL", 753, 22]], "Texas placed 972 orders in 2024."),
     "finance": ("How many trades did Northwind make in 2024?", ["fund", "trades", "fees"],
@@ -653,3 +655,23 @@ def test_an_aggregate_of_only_nulls_is_as_empty_as_no_rows(domain):
     assert "returned no rows" in empty.explanation and empty.verdict == "partial", empty.explanation
     v2, _ = judge(make_view(q, [sql_step(sql, [alias], [[412]])]), "none")
     assert "NULL" not in v2.explanation and v2.result_relevance == 10, v2.explanation
+
+
+UNORDERED_LIMIT_CASES = {
+    "sports": ("Which player scored the most tries in 2024?", "player", "COUNT(*)", "tries", "tries"),
+    "retail": ("Who were the top 3 customers by revenue in 2024?", "customer", "SUM(total)", "revenue", "orders"),
+    "finance": ("Which account paid the lowest fees in 2024?", "account", "SUM(amount)", "fees", "fees"),
+}
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_a_limit_without_order_by_does_not_rank(domain):
+    q, key, agg, alias, table = UNORDERED_LIMIT_CASES[domain]
+    n = 3 if "top 3" in q else 1
+    rows = [["Alpha One", 5], ["Beta Two", 9], ["Gamma Three", 7]][:n]
+    base = f"SELECT {key}, {agg} AS {alias} FROM {table} WHERE year = 2024 GROUP BY {key}"
+    v, details = judge(make_view(q, [sql_step(f"{base} LIMIT {n}", [key, alias], rows, row_count=n)]), domain)
+    assert "without ORDER BY keeps arbitrary rows" in v.explanation and details["band"] == "poor", v.explanation
+    desc = "ASC" if "lowest" in q else "DESC"
+    v2, _ = judge(make_view(q, [sql_step(f"{base} ORDER BY {alias} {desc} LIMIT {n}", [key, alias], rows)]), domain)
+    assert "arbitrary" not in v2.explanation, v2.explanation

@@ -723,6 +723,14 @@ def assess_targeting(profile: QuestionProfile, info: StepInfo, horizon: int,
         if (profile.direction == "asc") == desc and "min(" not in key and "max(" not in key:
             t.wrong_scope.append(f"the question asks for the {'fewest/lowest' if profile.direction == 'asc' else 'most/highest'}"
                                  f" but the SQL orders by {key} {'DESC' if desc else 'ASC'}")
+    # a LIMIT that cuts an unordered result keeps arbitrary rows, not the most/fewest or the top N
+    # (MIN/MAX in the SELECT list rank by themselves)
+    if (profile.direction or profile.top_n) and sql.limit is not None and not sql.order \
+            and info.total >= sql.limit and not ({"min", "max"} & sql.aggregates):
+        asked = (f"top {profile.top_n}" if profile.top_n
+                 else "fewest/lowest" if profile.direction == "asc" else "most/highest")
+        t.wrong_scope.append(f"the question asks for the {asked} but LIMIT {sql.limit} without ORDER BY keeps "
+                             "arbitrary rows")
     # one-sided joins over a two-sided relation (home/away, billing/shipping, debit/credit, ...)
     if not profile.home_away:
         side_parts = profile.lexicon.side_parts
