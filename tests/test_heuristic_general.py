@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from axon_eval.evidence import Turn, split_segments
 from axon_eval.judges import build_judge, load_prompt
@@ -675,3 +677,27 @@ def test_a_limit_without_order_by_does_not_rank(domain):
     desc = "ASC" if "lowest" in q else "DESC"
     v2, _ = judge(make_view(q, [sql_step(f"{base} ORDER BY {alias} {desc} LIMIT {n}", [key, alias], rows)]), domain)
     assert "arbitrary" not in v2.explanation, v2.explanation
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(min_value=2, max_value=1899) | st.integers(min_value=2101, max_value=10**6),  # not year-like
+       phrase=st.sampled_from(
+    [("more than", "gt"), ("at least", "gte"), ("fewer than", "lt"), ("at most", "lte")]))
+def test_an_equivalent_sql_boundary_is_never_a_finding(n, phrase):
+    """Law: over whole numbers, "more than N" is "> N" and ">= N+1" (and so on for each operator), so the
+    same set written either way raises no threshold finding, and every other boundary on N does."""
+    from axon_eval.judges.heuristic.sql_facts import analyse_sql
+    from axon_eval.judges.heuristic.targeting import Targeting, _threshold_findings
+
+    words, op = phrase
+    profile = hc.profile_question(f"Which customers placed {words} {n} orders?")
+    same = {"gt": [f"> {n}", f">= {n + 1}"], "gte": [f">= {n}", f"> {n - 1}"],
+            "lt": [f"< {n}", f"<= {n - 1}"], "lte": [f"<= {n}", f"< {n + 1}"]}[op]
+    for cond in same:
+        t = Targeting()
+        _threshold_findings(profile, analyse_sql(f"SELECT c FROM o GROUP BY c HAVING COUNT(*) {cond}"), t)
+        assert not (t.narrowing or t.wider or t.wrong_scope), (words, n, cond)
+    other = {"gt": f">= {n}", "gte": f"> {n}", "lt": f"<= {n}", "lte": f"< {n}"}[op]
+    t = Targeting()
+    _threshold_findings(profile, analyse_sql(f"SELECT c FROM o GROUP BY c HAVING COUNT(*) {other}"), t)
+    assert t.narrowing or t.wider
