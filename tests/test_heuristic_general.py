@@ -685,7 +685,7 @@ def test_a_limit_without_order_by_does_not_rank(domain):
     [("more than", "gt"), ("at least", "gte"), ("fewer than", "lt"), ("at most", "lte")]))
 def test_an_equivalent_sql_boundary_is_never_a_finding(n, phrase):
     """Law: over whole numbers, "more than N" is "> N" and ">= N+1" (and so on for each operator), so the
-    same set written either way raises no threshold finding, and every other boundary on N does."""
+    same set written either way raises no threshold finding, while the boundary moved by one does."""
     from axon_eval.judges.heuristic.sql_facts import analyse_sql
     from axon_eval.judges.heuristic.targeting import Targeting, _threshold_findings
 
