@@ -317,10 +317,29 @@ class ReplayJudge(Judge):
         return rec.model_copy(update={"extra": {**rec.extra, "replayed_from": str(self.source)}})
 
 
-class NoiseJudge(Judge):
-    """Seeded Gaussian noise on another judge's subscores: a simulation (see module docstring)."""
+class _PerturbingJudge(Judge):
+    """A simulation over ``self.inner``: every record the inner judge gives (judged or from its cache)
+    goes through :meth:`perturb`. Never cached itself: the simulated draws depend on its parameters."""
 
     cacheable = False
+    inner: Judge
+
+    def perturb(self, record: JudgeRecord) -> JudgeRecord:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    async def ajudge(self, view: EvidenceView, sample_index: int = 0) -> JudgeRecord:
+        return self.perturb(await self.inner.ajudge(view, sample_index))
+
+    async def ajudge_cached(self, view: EvidenceView, sample_index: int = 0,
+                            cache: VerdictCache | None = None) -> JudgeRecord:
+        return self.perturb(await self.inner.ajudge_cached(view, sample_index, cache))
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class NoiseJudge(_PerturbingJudge):
+    """Seeded Gaussian noise on another judge's subscores: a simulation (see module docstring)."""
 
     def __init__(self, inner: Judge, sd: float, seed: int = 0) -> None:
         if not sd >= 0:
@@ -368,15 +387,6 @@ class NoiseJudge(Judge):
                                   "simulated": True, "base_subscores": record.subscores(), "noise_draws": draws,
                                   "sd": self.sd, "seed": self.seed})
 
-    async def ajudge(self, view: EvidenceView, sample_index: int = 0) -> JudgeRecord:
-        return self.perturb(await self.inner.ajudge(view, sample_index))
-
-    async def ajudge_cached(self, view: EvidenceView, sample_index: int = 0,
-                            cache: VerdictCache | None = None) -> JudgeRecord:
-        return self.perturb(await self.inner.ajudge_cached(view, sample_index, cache))
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 def _raw_band_ranks(rows: Sequence[dict[str, Any]], rubric: Rubric) -> list[int]:
@@ -386,10 +396,8 @@ def _raw_band_ranks(rows: Sequence[dict[str, Any]], rubric: Rubric) -> list[int]
     return [int(c) for c in codes]
 
 
-class SimulatedJudge(Judge):
+class SimulatedJudge(_PerturbingJudge):
     """A SIMULATED sampled judge: integer subscores, mid-range noise, per-segment difficulty (module docstring)."""
-
-    cacheable = False
 
     def __init__(self, inner: Judge, sd: float = 1.0, difficulty: float = 0.5, seed: int = 0, *,
                  edge: float = 0.3, corr: float = 0.5) -> None:
@@ -486,15 +494,6 @@ class SimulatedJudge(Judge):
                                   "base_verdict": record.verdict.verdict,
                                   "difficulty_multiplier": round(multiplier, 6), "noise_sd": sds, "noise_z": zs})
 
-    async def ajudge(self, view: EvidenceView, sample_index: int = 0) -> JudgeRecord:
-        return self.perturb(await self.inner.ajudge(view, sample_index))
-
-    async def ajudge_cached(self, view: EvidenceView, sample_index: int = 0,
-                            cache: VerdictCache | None = None) -> JudgeRecord:
-        return self.perturb(await self.inner.ajudge_cached(view, sample_index, cache))
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 def simulations(judge: Judge) -> list[dict[str, Any]]:
