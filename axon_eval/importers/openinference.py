@@ -17,10 +17,16 @@ arguments; ``tool.parameters`` is the tool's definition and is not read), ``outp
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from .otlp import OtlpSpan, attributes, exception_of, is_otlp, read_otlp
+from .otlp import (
+    OtlpSpan,
+    attributes,
+    exception_of,
+    indexed_messages,
+    is_otlp,
+    read_otlp,
+)
 from .spans import (
     ExportFormatError,
     SourceSpan,
@@ -36,16 +42,6 @@ _KINDS = {"TOOL": "tool", "LLM": "llm", "AGENT": "agent", "CHAIN": "chain"}
 def _hex(v: Any) -> str:
     text = str(v or "")
     return text[2:] if text.lower().startswith("0x") else text
-
-
-def _flat_messages(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]] | None:
-    pattern = re.compile(rf"^{re.escape(prefix)}\.(\d+)\.message\.(role|content)$")
-    found: dict[int, dict[str, Any]] = {}
-    for key, value in attrs.items():
-        m = pattern.match(key)
-        if m:
-            found.setdefault(int(m.group(1)), {})[m.group(2)] = value
-    return [found[i] for i in sorted(found)] or None
 
 
 def _source(span: OtlpSpan) -> SourceSpan:
@@ -73,14 +69,14 @@ def _source(span: OtlpSpan) -> SourceSpan:
         src.result = src.take(a, "output.value")
     else:
         value = src.take(a, "input.value")
-        flat_in = _flat_messages(a, "llm.input_messages")
+        flat_in = indexed_messages(a, "llm.input_messages", "message.")
         if flat_in:
             src.read.append("llm.input_messages.N.message.role|content")
         src.input = maybe_json(value) if value is not None else flat_in
         if src.kind == "llm" and flat_in:
             src.input = flat_in
         out = src.take(a, "output.value")
-        flat_out = _flat_messages(a, "llm.output_messages")
+        flat_out = indexed_messages(a, "llm.output_messages", "message.")
         if flat_out:
             src.read.append("llm.output_messages.N.message.role|content")
         src.output = maybe_json(out) if out is not None else (

@@ -27,25 +27,13 @@ turn fields            ``axon_eval.turn_id`` / ``.client`` / ``.surface`` / ``.r
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from .otlp import OtlpSpan, exception_of, read_otlp
+from .otlp import OtlpSpan, exception_of, indexed_messages, read_otlp
 from .spans import SourceSpan, maybe_json
 
 _LLM_OPS = {"chat", "text_completion", "generate_content", "embeddings", "completion"}
 _AGENT_OPS = {"invoke_agent", "create_agent"}
-
-
-def _flattened_messages(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]] | None:
-    """``gen_ai.prompt.0.role`` / ``gen_ai.prompt.0.content`` ... as a message list."""
-    pattern = re.compile(rf"^{re.escape(prefix)}\.(\d+)\.(role|content)$")
-    found: dict[int, dict[str, Any]] = {}
-    for key, value in attrs.items():
-        m = pattern.match(key)
-        if m:
-            found.setdefault(int(m.group(1)), {})[m.group(2)] = value
-    return [found[i] for i in sorted(found)] or None
 
 
 def _event_messages(span: OtlpSpan, output: bool) -> tuple[Any, str | None]:
@@ -78,7 +66,7 @@ def _io(span: OtlpSpan, src: SourceSpan, output: bool) -> Any:
     value = src.take(a, new, old)
     if value is not None:
         return maybe_json(value)
-    flat = _flattened_messages(a, old)
+    flat = indexed_messages(a, old)
     if flat:
         src.read.append(f"{old}.N.role|content")
         return flat

@@ -10,6 +10,7 @@ The conventions (GenAI, database, OpenInference) are read by the format modules,
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -75,6 +76,19 @@ def attributes(items: Any) -> dict[str, Any]:
     if isinstance(items, dict):  # already a mapping (lenient)
         return dict(items)
     return {kv.get("key"): any_value(kv.get("value")) for kv in items or [] if isinstance(kv, dict)}
+
+
+def indexed_messages(attrs: dict[str, Any], prefix: str, infix: str = "") -> list[dict[str, Any]] | None:
+    """Messages flattened into numbered attributes, in index order: ``<prefix>.<i>.<infix>role`` and
+    ``<prefix>.<i>.<infix>content`` (``gen_ai.prompt.0.role``; OpenInference's
+    ``llm.input_messages.0.message.role`` with ``infix="message."``); ``None`` when there are none."""
+    pattern = re.compile(rf"^{re.escape(prefix)}\.(\d+)\.{re.escape(infix)}(role|content)$")
+    found: dict[int, dict[str, Any]] = {}
+    for key, value in attrs.items():
+        m = pattern.match(key)
+        if m:
+            found.setdefault(int(m.group(1)), {})[m.group(2)] = value
+    return [found[i] for i in sorted(found)] or None
 
 
 def _nanos(v: Any) -> int | None:
