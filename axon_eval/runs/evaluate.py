@@ -76,12 +76,13 @@ def resolve_judge(judge: Judge | str, rubric: Rubric | None = None) -> Judge:
     return judge
 
 
-def prompt_mismatches(judge: Any, rubric: Rubric) -> list[str]:
-    """The prompt versions of the language-model judges inside ``judge`` that are not the rubric's
-    (the free-text form of the rubric's prompt counts as the rubric's); empty for code judges."""
+def prompt_mismatches(provenance: Sequence[Mapping[str, Any]], rubric: Rubric) -> list[str]:
+    """The prompt versions in a judge's ``provenance`` (:func:`judge_provenance`: one entry per
+    language-model judge inside it) that are not the rubric's (the free-text form of the rubric's prompt
+    counts as the rubric's); empty for code judges."""
     from ..judges.prompt import FREE_TEXT_SUFFIX
 
-    versions = {str(p.get("prompt_version")) for p in judge_provenance(judge) if p.get("prompt_version")}
+    versions = {str(p.get("prompt_version")) for p in provenance if p.get("prompt_version")}
     return sorted(v for v in versions if v.removesuffix(FREE_TEXT_SUFFIX) != rubric.prompt_version)
 
 
@@ -494,7 +495,7 @@ def evaluate(
         if manifest.judge_local:
             manifest.warnings.append(f"judged against a local server at {manifest.judge_endpoint}: these are not "
                                      "a real model's verdicts")
-        other_prompts = prompt_mismatches(judge, rubric)
+        other_prompts = prompt_mismatches(provenance, rubric)
         if other_prompts:
             manifest.warnings.append(f"the rubric names prompt {rubric.prompt_version!r} but the judge uses "
                                      f"{', '.join(other_prompts)}: its verdicts are not the rubric's")
