@@ -8,6 +8,10 @@ Sections: ``scoring`` (here), ``heuristic`` (:mod:`axon_eval.bench_heuristic`), 
 (:mod:`axon_eval.bench_llm`), ``runs`` (:mod:`axon_eval.bench_runs`), ``studies`` (every entry of
 :data:`STUDY_BENCHES`, e.g. :mod:`axon_eval.bench_noise`, :mod:`axon_eval.bench_sensitivity`).
 ``--only NAME`` runs one.
+
+Every memory figure is the peak RSS of a fresh process, interpreter and imports included, measured
+inside that process by :func:`axon_eval.bench_memory.run_fresh` (``ru_maxrss`` would carry this
+process's own high-water mark into the child); its row names the bare interpreter's baseline.
 """
 
 from __future__ import annotations

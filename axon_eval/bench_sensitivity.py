@@ -6,9 +6,10 @@ faithfulness, ~10% of each cap fact):
 * :func:`~axon_eval.stats.sensitivity.sweep_weights` for 10,000 weight vectors (uniform on the
   +-0.05 box on the simplex) x 100,000 segments -- 10^9 segment-scores with every reduction (max
   |delta|, rise and fall, band flips per vector and per segment, mean score, share good, Kendall's
-  tau-b) -- in under 30 s, with peak memory under 1.5 GB. It runs in a fresh subprocess so that the
-  peak resident set size (``getrusage``'s ``ru_maxrss``: imports, data and the sweep) is its own; one
-  small warm-up call loads the compiled loop first and is not timed.
+  tau-b) -- in under 30 s, with peak memory under 1.5 GB. It runs in a fresh process
+  (:func:`axon_eval.bench_memory.run_fresh`) so that the peak resident set size (``VmHWM``: interpreter,
+  imports, data and the sweep) is its own, not the bench process's high-water mark that ``ru_maxrss``
+  carries over exec; one small warm-up call loads the compiled loop first and is not timed.
 * the same work as a loop of ``score_frame`` calls, one per vector, with the same reductions
   (Kendall's tau from ``scipy.stats.kendalltau``): timed on a subset of the vectors and extrapolated
   linearly to all of them (the full loop would take many minutes). Its reductions are checked equal to
@@ -22,8 +23,6 @@ faithfulness, ~10% of each cap fact):
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from typing import Any
 
@@ -31,6 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import kendalltau
 
+from .bench_memory import MEANING, run_fresh
 from .rubric import CAP_FACTS, DIMENSIONS, Rubric
 from .scoring import score_frame
 
@@ -52,9 +52,7 @@ def _segments_frame(n_segments: int, seed: int) -> pd.DataFrame:
 
 
 def _sweep_worker(n_vectors: int, n_segments: int, seed: int) -> dict[str, Any]:
-    """Run in the subprocess: time one sweep and report its peak RSS."""
-    import resource
-
+    """Run in the fresh process: time one sweep (its peak RSS is measured around it by ``run_fresh``)."""
     from .stats.sensitivity import Segments, box_simplex_sample, sweep_weights
 
     rubric = Rubric.default()
@@ -65,8 +63,7 @@ def _sweep_worker(n_vectors: int, n_segments: int, seed: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     sweep = sweep_weights(segments, design, rubric)
     seconds = time.perf_counter() - t0
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # kilobytes on Linux
-    return {"seconds": seconds, "peak_mb": peak_mb, "n_groups": sweep.n_groups,
+    return {"seconds": seconds, "n_groups": sweep.n_groups,
             "per_vector": sweep.per_vector[["max_abs_delta", "n_band_flips", "kendall_tau"]].to_dict("list")}
 
 
@@ -91,20 +88,20 @@ def bench_sensitivity(quick: bool = False) -> list[dict[str, Any]]:
     n_vectors, n_segments, loop_vectors = (200, 5_000, 5) if quick else (10_000, 100_000, 20)
     seed = 0
     rubric = Rubric.default()
-    worker = subprocess.run(
-        [sys.executable, "-c", "import json, sys; from axon_eval.bench_sensitivity import _sweep_worker; "
-         f"print(json.dumps(_sweep_worker({n_vectors}, {n_segments}, {seed})))"],
-        capture_output=True, text=True, check=False)
+    worker = run_fresh(
+        ["-c", "import json; from axon_eval.bench_sensitivity import _sweep_worker; "
+         f"print(json.dumps(_sweep_worker({n_vectors}, {n_segments}, {seed})))"])
     if worker.returncode != 0:
-        raise RuntimeError(f"sweep subprocess failed: {worker.stderr[-2000:]}")
+        raise RuntimeError(f"sweep process exited {worker.returncode}: {worker.stderr[-2000:]}")
     sweep = json.loads(worker.stdout.strip().splitlines()[-1])
     label = f"{n_vectors:,} vectors x {n_segments:,} segments"
     rows = [
         _row(f"sensitivity sweep, {label} (max|delta|, flips, tau-b)", round(sweep["seconds"], 2), "s",
              "" if quick else f"< {SWEEP_TARGET_SECONDS:g}", None if quick else sweep["seconds"] < SWEEP_TARGET_SECONDS,
              segment_scores=n_vectors * n_segments, distinct_groups=sweep["n_groups"]),
-        _row("sensitivity sweep, peak RSS of its process", round(sweep["peak_mb"]), "MB",
-             "" if quick else f"< {SWEEP_TARGET_MB:g}", None if quick else sweep["peak_mb"] < SWEEP_TARGET_MB),
+        _row(f"sensitivity sweep: {worker.label}", round(worker.peak_mb), "MB",
+             "" if quick else f"< {SWEEP_TARGET_MB:g}", None if quick else worker.peak_mb < SWEEP_TARGET_MB,
+             baseline_mb=round(worker.baseline_mb, 1), measured=MEANING),
     ]
 
     df = _segments_frame(n_segments, seed)
