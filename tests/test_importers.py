@@ -1,5 +1,6 @@
 """Trace importers (issue 15): one hand-written export per format, the import report, the OTLP
-round trip on the bundled sample, schema-version-2 evidence in the view, and an end-to-end evaluation."""
+round trip on the bundled sample and on every status with no flag, unmapped statuses as warnings, files
+that are not exports (issue 19), schema-version-2 evidence in the view, and an end-to-end evaluation."""
 
 from __future__ import annotations
 
@@ -109,20 +110,147 @@ def test_unknown_row_count_is_said_in_the_view():
     assert "row count unknown" in text
 
 
-def test_round_trip_bundled_sample_through_otlp(tmp_path):
+def test_round_trip_bundled_sample_through_otlp_without_flags(tmp_path):
+    """The README's commands: ``export-otlp`` then ``import-traces --format otel`` with no flag give the
+    bundled sample back byte for byte (issue 19 item 10: the blocked statements used to come back as
+    ``error`` unless ``--blocked-when error.type=blocked`` was given)."""
     turns, invalid = load_turns(SAMPLE)
     assert not invalid
+    statuses = [s.status for t in turns for s in t.steps]
+    assert {"ok", "error", "timeout", "blocked"} <= set(statuses)  # the sample exercises every status
     otlp = tmp_path / "sample.otlp.json"
     assert main(["export-otlp", str(SAMPLE), "--out", str(otlp)]) == 0
     out = tmp_path / "back.jsonl"
-    assert main(["import-traces", str(otlp), "--format", "otel", "--out", str(out),
-                 "--blocked-when", "error.type=blocked"]) == 0
+    assert main(["import-traces", str(otlp), "--format", "otel", "--out", str(out)]) == 0
     back, invalid = load_turns(out)
-    assert not invalid and back == turns  # rows, row counts (truncated captures too), statuses, answers
+    assert not invalid and len(back) == len(turns)
+    assert [s.status for t in back for s in t.steps] == statuses
+    for a, b in zip(back, turns, strict=True):
+        assert a.model_dump() == b.model_dump(), a.turn_id  # every field: rows, row counts, errors, answer
     assert out.read_bytes() == SAMPLE.read_bytes()
     assert any(s.row_count > len(s.rows) for t in back for s in t.sql_steps)
     rep = json.loads(report_path(out).read_text())
-    assert rep["turns_built"] == len(turns) and rep["not_turns"] == []
+    assert rep["turns_built"] == len(turns) and rep["not_turns"] == [] and rep["warnings"] == []
+    assert rep["attributes_read"]["axon_eval.step.status"] == len(statuses)
+
+
+def _every_status_turns():
+    """One turn per status with a tool step and a SQL step in it, with and without error text."""
+    lines = []
+    for i, status in enumerate(["ok", "error", "timeout", "blocked"]):
+        for with_text in (True, False):
+            error = None if status == "ok" or not with_text else f"{status} text {i}"
+            ok = status == "ok"
+            lines.append(json.dumps({
+                "schema_version": 1, "turn_id": f"st-{status}-{int(with_text)}",
+                "captured_at": f"2026-03-0{i + 1}T10:00:0{int(with_text)}Z", "region": "eu", "surface": "web",
+                "client": "c", "question": f"Question about {status}?",
+                "answer": None if status == "blocked" else f"Answer {status}.",
+                "steps": [
+                    {"kind": "tool", "name": "list_tables", "status": status, "args": {"schema": "main"},
+                     "output": {"tables": ["teams"]} if ok else None, "error": error, "elapsed_ms": 3},
+                    {"kind": "sql", "sql": "SELECT name FROM teams", "status": status, "error": error,
+                     "columns": ["name"] if ok else [], "rows": [["A"], ["B"]] if ok else [],
+                     "row_count": 5 if ok else 0, "elapsed_ms": 12.5}]}))
+    return lines
+
+
+def test_round_trip_every_status_of_both_step_kinds_without_flags(tmp_path):
+    src = tmp_path / "statuses.jsonl"
+    src.write_text("\n".join(_every_status_turns()) + "\n", encoding="utf-8")
+    turns, invalid = load_turns(src)
+    assert not invalid and len(turns) == 8
+    otlp = tmp_path / "statuses.otlp.json"
+    assert main(["export-otlp", str(src), "--out", str(otlp)]) == 0
+    out = tmp_path / "back.jsonl"
+    assert main(["import-traces", str(otlp), "--format", "otel", "--out", str(out)]) == 0
+    back, invalid = load_turns(out)
+    assert not invalid
+    # hand-derived: each turn's two steps carry the status in its id, errors exactly as written
+    assert [(t.turn_id, [s.status for s in t.steps], [s.error for s in t.steps]) for t in back] == [
+        (f"st-{st}-{w}", [st, st], [None if st == "ok" or not w else f"{st} text {i}"] * 2)
+        for i, st in enumerate(["ok", "error", "timeout", "blocked"]) for w in (1, 0)]
+    assert [t.model_dump() for t in back] == [t.model_dump() for t in turns]
+    assert out.read_text(encoding="utf-8") == "".join(t.to_json_line() + "\n" for t in turns)
+
+
+T0 = 1783000000_000000000
+QUESTION_MESSAGES = json.dumps([{"role": "user", "content": "How many tries?"}])
+
+
+def _tool_trace(status: dict, extra_attrs=()) -> dict:
+    root = {"traceId": "ef" * 16, "spanId": "0a" * 8, "name": "invoke_agent a", "startTimeUnixNano": str(T0),
+            "endTimeUnixNano": str(T0 + 10**9), "status": {"code": 1},
+            "attributes": [_attr("gen_ai.operation.name", "invoke_agent"),
+                           _attr("gen_ai.input.messages", QUESTION_MESSAGES)]}
+    tool = {"traceId": "ef" * 16, "spanId": "0b" * 8, "parentSpanId": "0a" * 8, "name": "execute_tool lookup",
+            "startTimeUnixNano": str(T0 + 10**6), "endTimeUnixNano": str(T0 + 3 * 10**6), "status": status,
+            "attributes": [_attr("gen_ai.operation.name", "execute_tool"), _attr("gen_ai.tool.name", "lookup"),
+                           _attr("gen_ai.tool.call.arguments", '{"team": "x"}'), *extra_attrs]}
+    return _otlp([root, tool])
+
+
+@pytest.mark.parametrize("status,attrs,expected_status,expected_error,field,value", [
+    # our attribute holds a value outside ok/error/timeout/blocked: ignored, the span status decides
+    ({"code": 2, "message": "boom"}, [_attr("axon_eval.step.status", "partial")], "error", "boom",
+     "axon_eval.step.status", "partial"),
+    ({"code": 1}, [_attr("axon_eval.step.status", "partial")], "ok", None, "axon_eval.step.status", "partial"),
+    # an OTLP status code outside 0/1/2: read as unset (not failed)
+    ({"code": 7, "message": "odd"}, [], "ok", None, "status.code", 7),
+])
+def test_an_unmapped_status_is_a_warning_and_the_step_is_kept(status, attrs, expected_status, expected_error,
+                                                              field, value):
+    result = import_documents([_tool_trace(status, attrs)], "otel")
+    (turn,) = result.turns
+    (step,) = turn.steps
+    assert (step.status, step.error) == (expected_status, expected_error)
+    (warning,) = result.report.warnings
+    assert (warning["span_id"], warning["name"], warning["field"], warning["value"]) == (
+        "0b" * 8, "execute_tool lookup", field, value)
+    assert warning["turn_id"] == turn.turn_id and repr(expected_status) in warning["fallback"]
+    line = next(x for x in result.report.summary_lines() if "WARNING" in x)
+    assert "execute_tool lookup" in line and repr(value) in line
+
+
+def test_a_known_step_status_attribute_is_read_in_any_case_without_warning():
+    result = import_documents([_tool_trace({"code": 2}, [_attr("axon_eval.step.status", "Blocked")])], "otel")
+    assert result.turns[0].steps[0].status == "blocked" and result.report.warnings == []
+
+
+_ISO0, _ISO1, _ISO2 = "2026-05-01T10:00:00Z", "2026-05-01T10:00:01Z", "2026-05-01T10:00:02Z"
+UNMAPPED_EXPORTS = {
+    "langfuse": ([{"id": "r", "traceId": "t1", "type": "AGENT", "name": "agent", "startTime": _ISO0,
+                   "endTime": _ISO2, "input": "How many tries?", "output": "Four."},
+                  {"id": "s", "traceId": "t1", "parentObservationId": "r", "type": "TOOL", "name": "lookup",
+                   "startTime": _ISO1, "endTime": _ISO2, "input": {"team": "x"}, "output": "done",
+                   "level": "FATAL"}], "s", "level", "FATAL"),
+    "langsmith": ([{"id": "r", "trace_id": "r", "run_type": "chain", "name": "agent", "start_time": _ISO0,
+                    "end_time": _ISO2, "inputs": "How many tries?", "outputs": "Four.", "status": "success"},
+                   {"id": "s", "trace_id": "r", "parent_run_id": "r", "run_type": "tool", "name": "lookup",
+                    "start_time": _ISO1, "end_time": _ISO2, "inputs": {"team": "x"}, "outputs": {"output": "done"},
+                    "status": "cancelled"}], "s", "status", "cancelled"),
+    "openinference": ([{"name": "agent", "context": {"trace_id": "t1", "span_id": "r1"}, "parent_id": None,
+                        "start_time": _ISO0, "end_time": _ISO2, "status_code": "OK",
+                        "attributes": {"openinference.span.kind": "AGENT", "input.value": "How many tries?",
+                                       "output.value": "Four."}},
+                       {"name": "lookup", "context": {"trace_id": "t1", "span_id": "s1"}, "parent_id": "r1",
+                        "start_time": _ISO1, "end_time": _ISO2, "status_code": "WEIRD",
+                        "attributes": {"openinference.span.kind": "TOOL", "tool.name": "lookup",
+                                       "input.value": '{"team": "x"}', "output.value": "done"}}],
+                      "s1", "status_code", "WEIRD"),
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(UNMAPPED_EXPORTS))
+def test_every_format_warns_about_a_status_it_cannot_map(fmt):
+    doc, span_id, field, value = UNMAPPED_EXPORTS[fmt]
+    result = import_documents([doc], fmt)
+    (turn,) = result.turns
+    assert turn.question == "How many tries?" and turn.answer == "Four."
+    (step,) = turn.steps
+    assert (step.kind, step.name, step.status) == ("tool", "lookup", "ok")  # the documented fallback
+    (warning,) = result.report.warnings
+    assert (warning["span_id"], warning["field"], warning["value"]) == (span_id, field, value)
 
 
 def test_cli_writes_evidence_that_validates_and_a_report(tmp_path, capsys):
@@ -139,6 +267,27 @@ def test_cli_writes_evidence_that_validates_and_a_report(tmp_path, capsys):
                  "--out", str(tmp_path / "x.jsonl")]) == 2
     assert main(["import-traces", str(tmp_path / "missing.json"), "--format", "otel",
                  "--out", str(tmp_path / "y.jsonl")]) == 2
+
+
+@pytest.mark.parametrize("content,what", [
+    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00", "NUL byte at byte offset 8"),
+    (b"\xff\xfe{\"resourceSpans\": []}", "byte 0xff at byte offset 0"),
+])
+def test_a_binary_file_is_one_line_naming_the_file_and_nothing_is_written(tmp_path, capsys, content, what):
+    binary = tmp_path / "capture.bin"
+    binary.write_bytes(content)
+    out = tmp_path / "turns.jsonl"
+    assert main(["import-traces", str(binary), "--format", "otel", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(binary) in err and what in err
+    assert "expected a --format otel export: JSON or JSON Lines text" in err
+    assert list(tmp_path.iterdir()) == [binary]  # no evidence, no report
+
+
+def test_a_file_of_another_format_names_the_file(tmp_path, capsys):
+    assert main(["import-traces", str(SAMPLE), "--format", "otel", "--out", str(tmp_path / "x.jsonl")]) == 2
+    assert capsys.readouterr().err == f"error: {SAMPLE}: not OTLP JSON: no 'resourceSpans' found\n"
+    assert not (tmp_path / "x.jsonl").exists()
 
 
 def test_a_file_without_any_turn_exits_5(tmp_path):

@@ -57,17 +57,46 @@ def import_traces(path: str | Path, fmt: str, options: ImportOptions | None = No
     """Read an export file of ``fmt`` and map it to turns (see :mod:`.mapping` for the rules).
 
     Raises ``FileNotFoundError`` / :class:`ExportFormatError` (a ``ValueError``) when the file cannot be
-    read as that format at all; a trace that cannot become a turn is in ``report.not_turns``.
+    read as that format at all (missing, a folder, binary or not UTF-8, not that format); the message
+    is one line naming the file and what was expected. A trace that cannot become a turn is in
+    ``report.not_turns``.
     """
     p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"{p}: no such export file")
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown trace format {fmt!r}; expected one of {sorted(FORMATS)}")
     if options is None:
         options = ImportOptions.make(sql_tools=sql_tools, blocked_when=blocked_when)
-    docs, problems = read_json_documents(p.read_text(encoding="utf-8-sig"))
-    result = import_documents(docs, fmt, options, source=str(p))
+    text = read_export_text(p, fmt)
+    try:
+        docs, problems = read_json_documents(text)
+        result = import_documents(docs, fmt, options, source=str(p))
+    except ExportFormatError as exc:
+        raise ExportFormatError(f"{p}: {exc}") from None
     result.report.unreadable.extend(problems)
     return result
+
+
+def read_export_text(path: Path, fmt: str) -> str:
+    """The text of an export file (UTF-8, an optional byte order mark dropped), or an error naming the
+    file and what was expected: missing, a folder, unreadable, not UTF-8, or binary (a NUL byte, which
+    JSON text never holds)."""
+    expected = f"expected a --format {fmt} export: JSON or JSON Lines text"
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such export file")
+    if path.is_dir():
+        raise ExportFormatError(f"{path}: is a folder; {expected}")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ExportFormatError(f"{path}: cannot be read ({exc.strerror or exc}); {expected}") from None
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise ExportFormatError(f"{path}: a binary file (NUL byte at byte offset {nul}); {expected}")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ExportFormatError(f"{path}: binary or not UTF-8 (byte 0x{data[exc.start]:02x} at byte offset "
+                                f"{exc.start} cannot be decoded); {expected}") from None
 
 
 def report_path(out: str | Path) -> Path:

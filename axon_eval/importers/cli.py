@@ -1,8 +1,9 @@
 """``python -m axon_eval import-traces FILE --format FMT --out TURNS.jsonl [...]`` and ``export-otlp``.
 
 Exit status: 0 turns were written (traces that could not become a turn are listed in the report and
-the summary); 2 usage error (missing file, not an export of that format, bad option); 5 no trace
-became a turn (the evidence file and report are still written).
+the summary); 2 usage error, one line naming the file (missing, a folder, binary or not UTF-8, not an
+export of that format) or the bad option, nothing written; 5 no trace became a turn (the evidence file
+and report are still written).
 """
 
 from __future__ import annotations

@@ -7,13 +7,18 @@ Per turn, one trace (trace id: the first 32 hex digits of ``sha256(turn_id)``):
   captured), ``axon_eval.turn_id`` / ``.client`` / ``.surface`` / ``.region`` (/ ``.segments``); starts at
   ``captured_at``;
 * a tool step: ``execute_tool <name>`` with ``gen_ai.tool.name``, ``gen_ai.tool.call.arguments``,
-  ``gen_ai.tool.call.result``;
-* a SQL step: ``execute_tool run_sql`` (arguments ``{"sql": ...}``, result ``{"columns", "rows"}``) with a
-  child database span (``db.system.name`` ``other_sql``, ``db.query.text``, ``db.response.returned_rows``
-  when the count is known); a blocked statement never ran, so it has no database span;
+  ``gen_ai.tool.call.result`` and ``axon_eval.step.status`` (the step's full status: ``ok`` / ``error``
+  / ``timeout`` / ``blocked``, which the importers read by default);
+* a SQL step: ``execute_tool run_sql`` (arguments ``{"sql": ...}``, result ``{"columns", "rows"}``,
+  ``axon_eval.step.status``) with a child database span (``db.system.name`` ``other_sql``,
+  ``db.query.text``, ``db.response.returned_rows`` when the count is known); a blocked statement never
+  ran, so it has no database span;
 * failures: span status ``STATUS_CODE_ERROR`` with the error text as message and ``error.type``
-  (``timeout`` for a timeout, ``blocked`` for a guardrail refusal: import with
-  ``--blocked-when error.type=blocked``, ``_OTHER`` otherwise).
+  (``timeout`` for a timeout, ``blocked`` for a guardrail refusal, ``_OTHER`` otherwise), for tools that
+  do not read ``axon_eval.step.status``.
+
+``import-traces FILE --format otel`` with no flag reads the export back to the same evidence, byte for
+byte (tested on the bundled sample).
 
 Steps follow each other from ``captured_at`` (1 microsecond apart), each lasting its ``elapsed_ms``.
 """
@@ -27,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..evidence import SqlStep, ToolStep, Turn
+from .spans import STEP_STATUS_ATTRIBUTE
 
 SQL_TOOL_NAME = "run_sql"
 BLOCKED_ERROR_TYPE = "blocked"
@@ -94,7 +100,7 @@ def turn_spans(turn: Turn) -> list[dict[str, Any]]:
                 "gen_ai.tool.call.arguments": json.dumps(step.args, ensure_ascii=False),
                 "gen_ai.tool.call.result": step.output if isinstance(step.output, str) or step.output is None
                 else json.dumps(step.output, ensure_ascii=False),
-                "error.type": etype}, status))
+                "error.type": etype, STEP_STATUS_ATTRIBUTE: step.status}, status))
             continue
         result = None
         if step.status == "ok":
@@ -103,7 +109,7 @@ def turn_spans(turn: Turn) -> list[dict[str, Any]]:
             "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": SQL_TOOL_NAME,
             "gen_ai.tool.call.id": f"call_{i}",
             "gen_ai.tool.call.arguments": json.dumps({"sql": step.sql}, ensure_ascii=False),
-            "gen_ai.tool.call.result": result, "error.type": etype}, status))
+            "gen_ai.tool.call.result": result, "error.type": etype, STEP_STATUS_ATTRIBUTE: step.status}, status))
         if step.status == "blocked":
             continue  # refused before execution: no database call happened
         operation = (step.sql.split() or ["query"])[0].upper()

@@ -5,7 +5,8 @@ Lines of either, or ``{"traces": [...], "observations": [...]}``. Observation fi
 ``traceId``, ``parentObservationId`` (null on the root), ``type`` (``TOOL`` -> tool; ``GENERATION`` ->
 model call; ``AGENT`` -> agent; ``SPAN`` / ``CHAIN`` / ``EVENT`` ... are containers unless their
 input holds SQL or their name is given by ``--sql-tool``), ``name``, ``startTime`` / ``endTime``,
-``input`` / ``output`` (strings holding JSON are decoded), ``level`` (``ERROR`` is a failure),
+``input`` / ``output`` (strings holding JSON are decoded), ``level`` (``ERROR`` is a failure; a level
+other than ``DEBUG`` / ``DEFAULT`` / ``WARNING`` / ``ERROR`` is read as unset and warned about),
 ``statusMessage`` (the error text), ``metadata`` (turn fields; ``error.type``; database attributes of
 OpenTelemetry-ingested spans: ``db.query.text`` / ``db.statement``, ``db.response.returned_rows``).
 Trace fields (when the traces are given): ``id``, ``timestamp``, ``input`` / ``output`` (the turn's
@@ -26,6 +27,9 @@ from .spans import (
 )
 
 _KINDS = {"TOOL": "tool", "GENERATION": "llm", "AGENT": "agent", "EMBEDDING": "llm"}
+#: Langfuse observation levels; only ``ERROR`` is a failure. Another level is read as not failed and warned
+#: about in the import report.
+LEVELS = ("DEBUG", "DEFAULT", "WARNING", "ERROR")
 
 
 def _metadata(obs: dict[str, Any]) -> dict[str, Any]:
@@ -70,7 +74,8 @@ def read(docs: list[Any]) -> tuple[list[SourceSpan], dict[str, dict[str, Any]]]:
                          parent_id=obs.get("parentObservationId") or None, name=str(obs.get("name") or typ.lower()),
                          kind=_KINDS.get(typ, "chain" if not obs.get("parentObservationId") else "other"), index=i,
                          start=start, elapsed_ms=elapsed_between(start, end),
-                         status="error" if level == "ERROR" else "ok",
+                         status="error" if level == "ERROR" else "ok" if level in LEVELS else "unset",
+                         unmapped_status=None if level in LEVELS else ("level", obs.get("level")),
                          error=obs.get("statusMessage") if level == "ERROR" else None,
                          attributes=meta)
         src.read.extend(["type", "startTime", "level"])

@@ -23,10 +23,18 @@ Rules (the same for every format)
   Markdown / CSV table (or a Python list of tuples). The full row count comes from
   ``db.response.returned_rows`` or a count field of the result; otherwise it is unknown (``null``, schema
   version 2). A failed statement returned nothing (count 0).
-* status: the span status (error when the span or its database span failed); ``timeout`` when the
-  error type says so (or the error text, inferred); ``blocked`` when the span, or one below it, matches a
-  ``--blocked-when`` rule (a span name or an error type). Model calls, chains and other spans are not
-  steps: they are reported as skipped with the reason.
+* status: a ``--blocked-when`` rule matching the span, or one below it (a span name or an error type),
+  makes it ``blocked`` (inferred). Else the ``axon_eval.step.status`` attribute when it holds one of
+  ``ok`` / ``error`` / ``timeout`` / ``blocked`` (our exporter writes it, so its exports read back
+  without flags). Else the span status: error when the span or its database span failed, ``timeout``
+  when the error type says so (or the error text, inferred).
+* unmapped statuses are warnings, never silent: a ``axon_eval.step.status`` value outside the four, or
+  a source status the reader does not know (an OTLP status code other than 0/1/2, a Langfuse level, a
+  LangSmith run status, a Phoenix status code), is listed in ``report.warnings`` with the span and the
+  value. Fallback: the unknown value is ignored: the span status is read as *unset* (not failed) and
+  the step's status comes from the remaining signals above (error type, error text, exception event,
+  database span, ``--blocked-when``), which is ``ok`` when none says otherwise.
+* Model calls, chains and other spans are not steps: they are reported as skipped with the reason.
 * A query text with ``?`` outside quotes is sanitised: when the tool's arguments hold a different
   (unsanitised) statement that one is used, else the step is marked ``sanitized`` (schema version 2).
 * A turn is written at schema version 1 unless it needs version 2 (an unknown count, a sanitised query).
@@ -48,7 +56,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..evidence import Turn
-from .spans import SourceSpan, maybe_json
+from .spans import STEP_STATUS_ATTRIBUTE, SourceSpan, maybe_json
 
 DEFAULT_VALUE = "unknown"
 #: attribute names tried for the turn fields after the ones given on the command line
@@ -62,6 +70,8 @@ _SQL_START = re.compile(r"^\s*(?:--[^\n]*\n\s*)*\(?\s*(select|with|insert|update
 _TIMEOUT = re.compile(r"time[ds]?[\s_-]?out|timed out|deadline exceeded|canceling statement due to statement timeout",
                       re.IGNORECASE)
 _COUNT_KEYS = ("row_count", "rowCount", "total_rows", "totalRows", "num_rows", "numRows", "total")
+#: the step statuses of the evidence model (``axon_eval.evidence.StepStatus``)
+STEP_STATUSES = ("ok", "error", "timeout", "blocked")
 
 
 # =============================================================================================
@@ -133,6 +143,8 @@ class ImportReport:
     inferred: list[dict[str, Any]] = field(default_factory=list)
     not_turns: list[dict[str, Any]] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)
+    #: statuses that could not be mapped: ``{trace_id, span_id, name, turn_id, field, value, fallback}``
+    warnings: list[dict[str, Any]] = field(default_factory=list)
     attributes_read: dict[str, int] = field(default_factory=dict)
     schema_versions: dict[str, int] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
@@ -147,6 +159,10 @@ class ImportReport:
     def infer(self, turn_id: str, field_name: str, how: str) -> None:
         self.inferred_by_field[field_name] = self.inferred_by_field.get(field_name, 0) + 1
         self.inferred.append({"turn_id": turn_id, "field": field_name, "how": how})
+
+    def warn(self, span: SourceSpan, turn_id: str | None, field_name: str, value: Any, fallback: str) -> None:
+        self.warnings.append({"trace_id": span.trace_id, "span_id": span.span_id, "name": span.name,
+                              "turn_id": turn_id, "field": field_name, "value": value, "fallback": fallback})
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -167,6 +183,10 @@ class ImportReport:
             lines.append(f"  NOT A TURN {nt['trace_id']}: {nt['reason']}")
         for problem in self.unreadable:
             lines.append(f"  UNREADABLE {problem}")
+        for w in self.warnings:
+            where = f"turn {w['turn_id']}" if w["turn_id"] else f"trace {w['trace_id']}"
+            lines.append(f"  WARNING {where}, span {w['name']!r} ({w['span_id']}): unknown status "
+                         f"{w['field']}={w['value']!r}; {w['fallback']}")
         return lines
 
 
@@ -454,6 +474,24 @@ def _safe_id(text: str) -> str:
     return re.sub(r"[#\s]+", "-", text.strip()) or "trace"
 
 
+def declared_status(span: SourceSpan) -> str | None:
+    """The span's ``axon_eval.step.status`` when it is one of :data:`STEP_STATUSES` (any case), else ``None``
+    (absent, or a value :func:`status_warnings` reports)."""
+    raw = span.attributes.get(STEP_STATUS_ATTRIBUTE)
+    value = str(raw).strip().lower() if raw is not None else None
+    return value if value in STEP_STATUSES else None
+
+
+def status_warnings(span: SourceSpan) -> list[tuple[str, Any]]:
+    """``(field, value)`` of every status on ``span`` that could not be mapped: the reader's
+    :attr:`~.spans.SourceSpan.unmapped_status` and a ``axon_eval.step.status`` outside :data:`STEP_STATUSES`."""
+    out = [span.unmapped_status] if span.unmapped_status else []
+    raw = span.attributes.get(STEP_STATUS_ATTRIBUTE)
+    if raw is not None and declared_status(span) is None:
+        out.append((STEP_STATUS_ATTRIBUTE, raw))
+    return out
+
+
 def _lookup(names: Sequence[str], places: Sequence[dict[str, Any]]) -> tuple[Any, str | None]:
     for name in names:
         for place in places:
@@ -477,6 +515,7 @@ class _TraceMapper:
             if s.parent_id is not None:
                 self.children.setdefault(s.parent_id, []).append(s)
         self.inferred: list[tuple[str, str]] = []
+        self.step_status: dict[str, str] = {}   # span id -> the status of the step it is part of
         self.used: set[str] = set()
         self.skips: list[tuple[SourceSpan, str]] = []
 
@@ -616,13 +655,28 @@ class _TraceMapper:
         return out
 
     def status_of(self, spans: Sequence[SourceSpan], top: SourceSpan) -> tuple[str, str | None]:
-        """Status and error text of a step from its spans (the top span and its database spans)."""
+        """Status and error text of a step from its spans (the top span and its database spans); the
+        order of the signals is the module's status rule."""
+        status, error = self._status_of(spans, top)
+        for s in spans:
+            self.step_status[s.span_id] = status
+        return status, error
+
+    def _status_of(self, spans: Sequence[SourceSpan], top: SourceSpan) -> tuple[str, str | None]:
         rule = self.blocked(top)
         failed = [s for s in spans if s.status == "error"]
         error = next((s.error for s in failed if s.error), None) or next((s.error for s in spans if s.error), None)
         if rule is not None:
             self.infer("status", f"blocked: matched --blocked-when {rule}")
             return "blocked", error
+        declared = next((d for d in map(declared_status, spans) if d is not None), None)
+        if declared is not None:
+            if declared == "ok":
+                return "ok", None
+            if declared == "error" and error is None:
+                etype = next((s.error_type for s in spans if s.error_type), None)
+                error = etype if etype and etype != "_OTHER" else None
+            return declared, error
         if not failed:
             return "ok", None
         etype = next((s.error_type for s in failed if s.error_type), None)
@@ -713,6 +767,7 @@ def build_turns(spans: Iterable[SourceSpan], options: ImportOptions, report: Imp
     by_trace: dict[str, list[SourceSpan]] = {}
     for s in spans:
         by_trace.setdefault(s.trace_id, []).append(s)
+        s.take(s.attributes, STEP_STATUS_ATTRIBUTE)  # recorded in attributes_read when present
         report.spans_read += 1
         for name in s.read:
             report.attributes_read[name] = report.attributes_read.get(name, 0) + 1
@@ -728,6 +783,7 @@ def build_turns(spans: Iterable[SourceSpan], options: ImportOptions, report: Imp
                                      "span_names": [s.name for s in group[:8]]})
             for s in group:
                 report.skip(s, "its trace could not become a turn")
+            _warn_statuses(report, group, mapper, None)
             continue
         seen[turn.turn_id] += 1
         if seen[turn.turn_id] > 1:
@@ -745,4 +801,21 @@ def build_turns(spans: Iterable[SourceSpan], options: ImportOptions, report: Imp
             report.skip(s, "not reachable as a step")
         for field_name, how in mapper.inferred:
             report.infer(turn.turn_id, field_name, how)
+        _warn_statuses(report, group, mapper, turn.turn_id)
     return turns
+
+
+def _warn_statuses(report: ImportReport, group: Sequence[SourceSpan], mapper: _TraceMapper,
+                   turn_id: str | None) -> None:
+    """One warning per status of ``group`` that could not be mapped, saying what was done instead."""
+    for s in group:
+        for field_name, value in status_warnings(s):
+            step = mapper.step_status.get(s.span_id)
+            if turn_id is None:
+                fallback = "not used: its trace could not become a turn"
+            elif step is None:
+                fallback = "not used: the span is not a step"
+            else:
+                fallback = (f"ignored (the span read as unset, not failed); the step's status {step!r} comes "
+                            "from its error type, error text, database span and --blocked-when rules")
+            report.warn(s, turn_id, field_name, value, fallback)

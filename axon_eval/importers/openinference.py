@@ -2,9 +2,10 @@
 
 Phoenix span JSON: a list of spans, ``{"data": [...]}`` (the REST API) or JSON Lines; each span has
 ``name``, ``context.trace_id`` / ``context.span_id`` (``0x`` prefixes are dropped), ``parent_id`` (or
-``parent_span_id``), ``start_time`` / ``end_time`` (ISO 8601), ``status_code`` / ``status_message`` (or
-``status.status_code`` / ``status.description``), ``attributes`` (flattened dotted keys or nested) and
-``events``.
+``parent_span_id``), ``start_time`` / ``end_time`` (ISO 8601), ``status_code`` (``OK`` / ``ERROR`` /
+``UNSET``; another value is read as ``UNSET`` and warned about in the import report) / ``status_message``
+(or ``status.status_code`` / ``status.description``), ``attributes`` (flattened dotted keys or nested)
+and ``events``.
 
 Attribute names read: ``openinference.span.kind`` (``TOOL`` -> tool, ``LLM`` -> model call, ``AGENT``
 -> agent, ``CHAIN`` -> container; others are not steps), ``tool.name``, ``input.value`` (a tool call's
@@ -37,6 +38,8 @@ from .spans import (
 )
 
 _KINDS = {"TOOL": "tool", "LLM": "llm", "AGENT": "agent", "CHAIN": "chain"}
+#: Phoenix ``status_code`` (with or without ``STATUS_CODE_``); any other value is read as ``unset`` and warned
+_PHOENIX_STATUS = {"OK": "ok", "ERROR": "error", "UNSET": "unset", "NONE": "unset", "": "unset"}
 
 
 def _hex(v: Any) -> str:
@@ -52,7 +55,8 @@ def _source(span: OtlpSpan) -> SourceSpan:
     src = SourceSpan(trace_id=span.trace_id, span_id=span.span_id, parent_id=span.parent_id, name=span.name,
                      kind="other", index=span.index, start=span.start,
                      elapsed_ms=span.extra.get("elapsed_ms", span.elapsed_ms), status=span.status,
-                     error=span.status_message, attributes=a, resource=span.resource)
+                     unmapped_status=span.unmapped_status, error=span.status_message, attributes=a,
+                     resource=span.resource)
     kind = str(src.take(a, "openinference.span.kind") or span.extra.get("span_kind") or "").upper()
     src.take(a, "session.id")
     query = src.take(a, "db.query.text", "db.statement")
@@ -106,7 +110,9 @@ def _phoenix_spans(docs: list[Any]) -> list[OtlpSpan]:
         if not isinstance(sp, dict) or not isinstance(sp.get("context"), dict):
             raise ExportFormatError("not a Phoenix span export: a span without 'context' (trace_id, span_id)")
         st = sp.get("status") if isinstance(sp.get("status"), dict) else {}
-        code = str(sp.get("status_code", st.get("status_code", "UNSET"))).upper()
+        raw_code = sp.get("status_code", st.get("status_code", "UNSET"))
+        code = str(raw_code).upper()
+        status = _PHOENIX_STATUS.get(code.removeprefix("STATUS_CODE_"))
         message = sp.get("status_message", st.get("description")) or None
         attrs = sp.get("attributes") or {}
         attrs = flatten(attrs) if isinstance(attrs, dict) else attributes(attrs)
@@ -116,10 +122,11 @@ def _phoenix_spans(docs: list[Any]) -> list[OtlpSpan]:
                   for e in sp.get("events") or [] if isinstance(e, dict)]
         span = OtlpSpan(trace_id=_hex(sp["context"].get("trace_id")), span_id=_hex(sp["context"].get("span_id")),
                         parent_id=_hex(parent) or None, name=str(sp.get("name", "")), start_ns=None, end_ns=None,
-                        status="error" if code.endswith("ERROR") else "ok" if code.endswith("OK") else "unset",
-                        status_message=message, attributes=attrs, events=events, resource={}, scope=None,
+                        status=status or "unset", status_message=message, attributes=attrs, events=events,
+                        resource={}, scope=None,
                         index=len(out), extra={"span_kind": sp.get("span_kind"),
-                                               "elapsed_ms": elapsed_between(start, end), "start": start})
+                                               "elapsed_ms": elapsed_between(start, end), "start": start},
+                        unmapped_status=None if status else ("status_code", raw_code))
         out.append(span)
     return out
 

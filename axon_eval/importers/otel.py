@@ -80,7 +80,8 @@ def to_source(span: OtlpSpan) -> SourceSpan:
     a = span.attributes
     src = SourceSpan(trace_id=span.trace_id, span_id=span.span_id, parent_id=span.parent_id, name=span.name,
                      kind="other", index=span.index, start=span.start, elapsed_ms=span.elapsed_ms,
-                     status=span.status, error=span.status_message, attributes=a, resource=span.resource)
+                     status=span.status, unmapped_status=span.unmapped_status, error=span.status_message,
+                     attributes=a, resource=span.resource)
     op = str(src.take(a, "gen_ai.operation.name") or "").lower()
     query = src.take(a, "db.query.text", "db.statement")
     if query is not None:

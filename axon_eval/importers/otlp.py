@@ -36,6 +36,8 @@ class OtlpSpan:
     scope: str | None
     index: int
     extra: dict[str, Any] = field(default_factory=dict)
+    #: ``("status.code", raw)`` when the status code is none of the three OTLP knows (read as ``unset``)
+    unmapped_status: tuple[str, Any] | None = None
 
     @property
     def start(self) -> datetime | None:
@@ -98,16 +100,21 @@ def _nanos(v: Any) -> int | None:
         return None
 
 
-def _status(st: Any) -> tuple[str, str | None]:
+def _status(st: Any) -> tuple[str, str | None, tuple[str, Any] | None]:
+    """``(status, message, unmapped)``: OTLP's three codes (0 unset, 1 ok, 2 error, as numbers or
+    ``STATUS_CODE_*`` names); any other code is read as ``unset`` and returned as ``unmapped``."""
     if not isinstance(st, dict):
-        return "unset", None
+        return "unset", None, None
     code = st.get("code", 0)
     text = str(code).upper()
+    message = st.get("message") or None
     if code == 2 or text in ("2", "STATUS_CODE_ERROR", "ERROR"):
-        return "error", st.get("message") or None
+        return "error", message, None
     if code == 1 or text in ("1", "STATUS_CODE_OK", "OK"):
-        return "ok", st.get("message") or None
-    return "unset", st.get("message") or None
+        return "ok", message, None
+    if code is None or code == 0 or text in ("0", "", "STATUS_CODE_UNSET", "UNSET"):
+        return "unset", message, None
+    return "unset", message, ("status.code", code)
 
 
 def is_otlp(doc: Any) -> bool:
@@ -130,7 +137,7 @@ def read_otlp(docs: list[Any]) -> list[OtlpSpan]:
             for ss in rs.get("scopeSpans", rs.get("scope_spans", rs.get("instrumentationLibrarySpans"))) or []:
                 scope = (ss.get("scope") or ss.get("instrumentationLibrary") or {}).get("name")
                 for sp in ss.get("spans") or []:
-                    status, message = _status(sp.get("status"))
+                    status, message, unmapped = _status(sp.get("status"))
                     out.append(OtlpSpan(
                         trace_id=str(sp.get("traceId", sp.get("trace_id", ""))),
                         span_id=str(sp.get("spanId", sp.get("span_id", ""))),
@@ -142,7 +149,7 @@ def read_otlp(docs: list[Any]) -> list[OtlpSpan]:
                         attributes=attributes(sp.get("attributes")),
                         events=[{"name": e.get("name"), "attributes": attributes(e.get("attributes"))}
                                 for e in sp.get("events") or []],
-                        resource=resource, scope=scope, index=len(out)))
+                        resource=resource, scope=scope, index=len(out), unmapped_status=unmapped))
     return out
 
 

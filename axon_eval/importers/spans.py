@@ -15,6 +15,9 @@ from typing import Any
 
 #: ``kind`` values: an agent/root invocation, a model call, a tool call, a database call, a container.
 SPAN_KINDS = ("agent", "llm", "tool", "db", "chain", "other")
+#: The span attribute holding a step's full evidence status (``ok`` / ``error`` / ``timeout`` / ``blocked``):
+#: written by our exporter (:mod:`.export_otel`) and read by every format without a flag (:mod:`.mapping`).
+STEP_STATUS_ATTRIBUTE = "axon_eval.step.status"
 
 
 @dataclass
@@ -30,6 +33,9 @@ class SourceSpan:
     start: datetime | None = None
     elapsed_ms: int | float | None = None
     status: str = "unset"               # ok | error | unset
+    #: ``(source field, raw value)`` of a span status the reader does not know (read as ``unset``); the
+    #: import report warns about it (:mod:`.mapping`)
+    unmapped_status: tuple[str, Any] | None = None
     error: str | None = None            # error message
     error_type: str | None = None       # error.type, exception type, ...
     tool_name: str | None = None
