@@ -25,8 +25,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FixedLocator, MaxNLocator, PercentFormatter
 
 from .rubric import BANDS, DIMENSIONS, Rubric
 from .summaries import (
@@ -148,10 +149,9 @@ def verdict_band_heatmap(results: pd.DataFrame, rubric: Rubric | None = None, *,
     table = verdict_crosstab(results, rubric=rubric, allow_mixed=True).loc[list(BANDS), list(BANDS)]
     fig = Figure(figsize=(4.8, 4), layout="constrained")
     ax = fig.add_subplot()
-    ax.imshow(table.to_numpy(), cmap="Blues")
-    for i in range(len(BANDS)):
-        for k in range(len(BANDS)):
-            ax.text(k, i, str(int(table.iat[i, k])), ha="center", va="center")
+    values = table.to_numpy(dtype=float)
+    image = ax.imshow(values, cmap="Blues", vmin=0, vmax=max(float(values.max()), 1.0))
+    _annotate_heatmap(ax, image, values, bold_diagonal=True)
     ax.set_xticks(range(len(BANDS)), BANDS)
     ax.set_yticks(range(len(BANDS)), BANDS)
     repeated = is_repeated(results)
@@ -177,8 +177,12 @@ def band_shares_by(results: pd.DataFrame, by: str, rubric: Rubric | None = None,
     for i, (n, u) in enumerate(zip(table["judged"], table["unjudged"], strict=True)):
         ax.text(1.01, i, f"n={n}" + (f", {u} unjudged" if u else ""), va="center", fontsize=8)
     ax.set_xlim(0, 1.25)
+    ax.xaxis.set_major_locator(FixedLocator([0, 0.25, 0.5, 0.75, 1.0]))
+    ax.xaxis.set_major_formatter(PercentFormatter(1.0))
     ax.set_xlabel("share of judged segments")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=len(BANDS), fontsize=8, frameon=False)
+    # below the whole axes, x label included (constrained layout makes room): never over the label
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=len(BANDS), fontsize=8,
+               frameon=False)
     ax.set_title(_title(results, f"Bands by {by}{_basis(results)}", simulated), fontsize=10)
     return fig
 
@@ -267,6 +271,53 @@ def save_standard_figures(results: pd.DataFrame, rubric: Rubric | None, folder: 
 # Figures of notebooks/04_row_horizon.ipynb. Each takes the per-(sampler, horizon) summary table of
 # :func:`axon_eval.stats.horizon.horizon_summary` (columns sampler, horizon, horizon_label, ...). Horizons
 # are evenly spaced categories in ascending order with every row (``None``) last, written "all".
+#: Text colours a heatmap cell's annotation is chosen from (the one with the higher contrast wins).
+CELL_TEXT_COLOURS = ("black", "white")
+#: WCAG 2 minimum contrast ratio for normal text (level AA); every heatmap annotation reaches it.
+MIN_TEXT_CONTRAST = 4.5
+#: What a bar that cannot be computed (an undefined kappa, an empty share) says instead of a 0-height bar.
+UNDEFINED_BAR_TEXT = "undefined"
+
+
+def relative_luminance(colour: object) -> float:
+    """WCAG 2 relative luminance of a colour (any matplotlib colour spec), in [0, 1]:
+    ``L = 0.2126 R + 0.7152 G + 0.0722 B`` over the linearised channels
+    ``c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4`` (W3C, WCAG 2.1, "relative luminance")."""
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in to_rgb(colour)]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def contrast_ratio(a: object, b: object) -> float:
+    """WCAG 2 contrast ratio ``(L_light + 0.05) / (L_dark + 0.05)`` of two colours, in [1, 21]."""
+    la, lb = sorted((relative_luminance(a), relative_luminance(b)), reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
+def cell_text_colour(background: object) -> str:
+    """Black or white, whichever contrasts more with ``background`` (:func:`contrast_ratio`)."""
+    return max(CELL_TEXT_COLOURS, key=lambda c: contrast_ratio(c, background))
+
+
+def _annotate_heatmap(ax: object, image: object, values: np.ndarray, *, bold_diagonal: bool | None = None,
+                      fontsize: float | None = None) -> None:
+    """Write each cell's count over the heatmap ``image``, in the colour that reads on that cell.
+
+    ``bold_diagonal``: True bolds the agreeing cells, False bolds the non-empty off-diagonal ones (the
+    changes), None bolds nothing."""
+    for i in range(values.shape[0]):
+        for k in range(values.shape[1]):
+            v = values[i, k]
+            bold = (bold_diagonal is True and i == k) or (bold_diagonal is False and i != k and v)
+            ax.text(k, i, str(int(v)), ha="center", va="center", fontsize=fontsize,
+                    color=cell_text_colour(image.cmap(image.norm(v))), fontweight="bold" if bold else "normal")
+
+
+def _undefined_bar(ax: object, x: float, text: str = UNDEFINED_BAR_TEXT) -> None:
+    """Mark a bar that has no value (NaN) at ``x`` with a word instead of drawing it 0 high."""
+    ax.text(x, 0.02, text, transform=ax.get_xaxis_transform(), ha="center", va="bottom", rotation=90,
+            fontsize=8, color="#555555")
+
+
 HORIZON_SAMPLER_STYLES = {"head": {"color": "#1f77b4", "marker": "o"},
                           "evidence": {"color": "#d62728", "marker": "s"}}
 
@@ -570,12 +621,8 @@ def band_transition_heatmap(transitions: pd.DataFrame, *, label_a: str = "A", la
     fig = Figure(figsize=(5.2, 4.4), layout="constrained")
     ax = fig.add_subplot()
     values = table.to_numpy(dtype=float)
-    ax.imshow(values, cmap="Blues", vmin=0, vmax=max(float(values.max()), 1.0))
-    for i in range(len(BANDS)):
-        for k in range(len(BANDS)):
-            ax.text(k, i, str(int(values[i, k])), ha="center", va="center",
-                    color="white" if values[i, k] > 0.6 * values.max() else "black",
-                    fontweight="bold" if i != k and values[i, k] else "normal")
+    image = ax.imshow(values, cmap="Blues", vmin=0, vmax=max(float(values.max()), 1.0))
+    _annotate_heatmap(ax, image, values, bold_diagonal=False)
     ax.set_xticks(range(len(BANDS)), BANDS)
     ax.set_yticks(range(len(BANDS)), BANDS)
     ax.set_xlabel(f"band under {label_b}")
@@ -796,8 +843,11 @@ def recal_cv_kappa(per_fold: pd.DataFrame, summary: pd.DataFrame, *, subtitle: s
     methods = list(summary.index)
     x = np.arange(len(methods))
     means = pd.to_numeric(summary["kappa_mean"], errors="coerce").to_numpy(dtype=float)
-    ax.bar(x, np.nan_to_num(means, nan=0.0), 0.6, color=[RECAL_METHOD_COLOURS.get(m, "#90a4ae") for m in methods],
-           alpha=0.35, label="mean over folds")
+    defined = np.isfinite(means)
+    ax.bar(x[defined], means[defined], 0.6, alpha=0.35, label="mean over folds",
+           color=[RECAL_METHOD_COLOURS.get(m, "#90a4ae") for m, ok in zip(methods, defined, strict=True) if ok])
+    for i in np.flatnonzero(~defined):  # an undefined kappa is said, never drawn as a 0-high bar
+        _undefined_bar(ax, x[i], "kappa undefined")
     for i, m in enumerate(methods):
         k = pd.to_numeric(per_fold.loc[per_fold["method"] == m, "kappa"], errors="coerce").dropna().to_numpy()
         offsets = np.linspace(-0.2, 0.2, len(k)) if len(k) > 1 else np.zeros(len(k))
@@ -936,12 +986,8 @@ def calibration_confusion(confusion: pd.DataFrame, *, note: str = "") -> Figure:
     ax = fig.add_subplot()
     table = confusion.reindex(index=list(BANDS), columns=list(BANDS), fill_value=0)
     values = table.to_numpy(dtype=float)
-    ax.imshow(values, cmap="Blues", vmin=0, vmax=max(values.max(), 1))
-    for i in range(len(BANDS)):
-        for j in range(len(BANDS)):
-            ax.text(j, i, f"{int(values[i, j])}", ha="center", va="center", fontsize=11,
-                    color="white" if values[i, j] > values.max() / 2 else "black",
-                    fontweight="bold" if i == j else "normal")
+    image = ax.imshow(values, cmap="Blues", vmin=0, vmax=max(float(values.max()), 1.0))
+    _annotate_heatmap(ax, image, values, bold_diagonal=True, fontsize=11)
     ax.set_xticks(range(len(BANDS)), list(BANDS))
     ax.set_yticks(range(len(BANDS)), list(BANDS))
     ax.set_xlabel("human verdict")
@@ -982,10 +1028,14 @@ def calibration_by_margin(by_margin: dict[str, pd.DataFrame], *, note: str = "")
         table = by_margin[key]
         levels = table.drop(index="all", errors="ignore")
         x = np.arange(len(levels))
-        ax.bar(x, levels["agreement"], color="#5c6bc0")
+        agreement = pd.to_numeric(levels["agreement"], errors="coerce").to_numpy(dtype=float)
+        defined = np.isfinite(agreement)
+        ax.bar(x[defined], agreement[defined], color="#5c6bc0")
         for i, n in enumerate(levels["n"]):
-            ax.text(x[i], min(float(levels["agreement"].iloc[i]) + 0.02, 1.02), f"n {int(n)}", ha="center",
-                    fontsize=7)
+            if not defined[i]:
+                _undefined_bar(ax, x[i], f"undefined (n {int(n)})")
+                continue
+            ax.text(x[i], min(float(agreement[i]) + 0.02, 1.02), f"n {int(n)}", ha="center", fontsize=7)
         if "all" in table.index:
             ax.axhline(float(table.loc["all", "agreement"]), color="black", linestyle="--", linewidth=0.8,
                        label="all (design-weighted)")

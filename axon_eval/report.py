@@ -33,12 +33,14 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from .display import MISSING, fmt_interval, fmt_number, fmt_share, is_missing, people_table
 from .rubric import BANDS, CAP_FACTS, DIMENSIONS, Rubric
 from .runs import Run, atomic_write_text
 from .runs.io import read_parquet
@@ -66,7 +68,7 @@ REPORT_COLUMNS: tuple[str, ...] = (
     "segment_id", "turn_id", "segment_index", "n_segments", "sample_index", "region", "surface", "client",
     "question", *DIMENSIONS, "raw_score", "score", "band", "judge_verdict", "verdict_matches_band",
     "caps_applied", "notes", *CAP_FACTS, "recovered_errors", "n_steps", "n_sql_executed", "judge_id",
-    "model", "prompt_version", "rubric_id", "status", "error",
+    "model", "prompt_version", "rubric_id", "status", "error", "disagreement", *(f"range_{d}" for d in DIMENSIONS),
 )
 #: Short headers of the four dimensions in the table of all segments.
 DIMENSION_HEADERS = {"intent_understood": "intent", "sql_quality": "SQL", "result_relevance": "rows",
@@ -245,19 +247,83 @@ def provenance_banners(manifest: Any, judge_ids: Iterable[str] = ()) -> list[str
     return banners
 
 
+#: Judge-spec prefixes of judges that call a provider's API (the others run offline, in this process).
+API_JUDGE_PREFIXES: tuple[str, ...] = ("anthropic:", "openai:")
+#: What a figure the run did not record reads as.
+NOT_REPORTED = "not reported"
+
+
+def calls_a_provider(manifest: Any) -> bool:
+    """True when the run's judge (or a member of it) called a provider's API: a ``judge_provenance`` entry
+    names a provider or an endpoint, or the judge id / spec holds an API judge (:data:`API_JUDGE_PREFIXES`)."""
+    m = manifest_fields(manifest)
+    if any(isinstance(j, Mapping) and (j.get("provider") or j.get("endpoint")) for j in m.get("judge_provenance") or ()):
+        return True
+    text = f"{m.get('judge_id') or ''} {m.get('judge_spec') or ''}"
+    return any(prefix in text for prefix in API_JUDGE_PREFIXES)
+
+
+def judge_endpoint_text(manifest: Any) -> str:
+    """The endpoint line of the provenance table (plain text): the recorded endpoint without credentials;
+    ``not recorded (provider default)`` for an API judge that recorded none; ``offline (no endpoint)`` for
+    a judge that calls no API (the heuristic, a replay of stored verdicts)."""
+    m = manifest_fields(manifest)
+    endpoint = m.get("judge_endpoint")
+    if endpoint:
+        return strip_credentials(str(endpoint))
+    return "not recorded (provider default)" if calls_a_provider(m) else "offline (no endpoint)"
+
+
+def counts_text(counts: Mapping[str, Any]) -> str:
+    """A manifest's ``counts`` as a sentence (``90 turns, 97 segments: 97 judged, 0 unjudged; ...``)."""
+    if not counts:
+        return "none recorded"
+    def n(key: str) -> str:
+        return fmt_number(counts.get(key), missing=NOT_REPORTED)
+    text = f"{n('turns')} turns, {n('segments')} segments: {n('judged')} judged, {n('unjudged')} unjudged"
+    if counts.get("samples") is not None and counts.get("samples") != counts.get("segments"):
+        text += f"; {n('samples')} judge samples ({n('unjudged_samples')} unjudged)"
+    return text + f"; {n('invalid')} invalid input line record(s)"
+
+
+def tokens_text(m: Mapping[str, Any]) -> str:
+    """Token counts of the run (``not reported`` when the judge reported none, e.g. an offline judge)."""
+    parts = [("input", "input_tokens"), ("output", "output_tokens"), ("cache read", "cache_read_tokens"),
+             ("cache write", "cache_creation_tokens")]
+    if all(is_missing(m.get(key)) for _, key in parts):
+        return NOT_REPORTED + (" (offline judge)" if not calls_a_provider(m) else "")
+    return ", ".join(f"{name} {fmt_number(m.get(key), missing=NOT_REPORTED)}" for name, key in parts)
+
+
+def cost_text(m: Mapping[str, Any]) -> str:
+    """The run's cost in US dollars (and the estimate when that is all there is)."""
+    cost, estimate = m.get("cost_usd"), m.get("estimated_cost_usd")
+    if not is_missing(cost):
+        text = f"{fmt_number(cost)} USD"
+        return text + (" (offline judge)" if not calls_a_provider(m) and not cost else "")
+    if not is_missing(estimate):
+        return f"{NOT_REPORTED}; estimated {fmt_number(estimate)} USD"
+    return NOT_REPORTED
+
+
+def _cache_text(m: Mapping[str, Any]) -> str:
+    hits, misses = m.get("cache_hits"), m.get("cache_misses")
+    if is_missing(hits) and is_missing(misses):
+        return "no verdict cache used" if not m.get("cache_path") else NOT_REPORTED
+    return f"{fmt_number(hits, missing=NOT_REPORTED)} hits, {fmt_number(misses, missing=NOT_REPORTED)} misses"
+
+
 def _provenance_section(m: Mapping[str, Any], banners: Sequence[str] = ()) -> str:
     rubric = m.get("rubric") or {}
     counts = m.get("counts") or {}
     files = m.get("input_files") or {}
-    endpoint = m.get("judge_endpoint")
     pairs = [
         ("run", esc(m.get("run_id"))), ("status", esc(m.get("status"))), ("kind", esc(m.get("kind"))),
         ("name", esc(m.get("name"))),
         ("judge id", f"<code>{esc(m.get('judge_id'))}</code>"),
         ("judge", f"model {esc(m.get('judge_model'))}, prompt {esc(m.get('prompt_version'))}"
                   + (f", spec <code>{esc(m.get('judge_spec'))}</code>" if m.get("judge_spec") else "")),
-        ("judge endpoint", esc(strip_credentials(str(endpoint))) if endpoint else "not recorded"
-                           + (" (provider default)" if "judge_endpoint" in m else "")),
+        ("judge endpoint", esc(judge_endpoint_text(m))),
         ("rubric id", f"{esc(m.get('rubric_name'))}@<code>{esc(m.get('rubric_id'))}</code>"),
         ("weights", esc(json.dumps(rubric.get("weights")))), ("caps", esc(json.dumps(rubric.get("caps")))),
         ("bands", esc(json.dumps(rubric.get("bands")))), ("row horizon", esc(rubric.get("row_horizon"))),
@@ -265,12 +331,10 @@ def _provenance_section(m: Mapping[str, Any], banners: Sequence[str] = ()) -> st
         ("started / ended (UTC)", f"{esc(m.get('started_at'))} / {esc(m.get('ended_at'))}"),
         ("input files", "<br>".join(f"{esc(p)}<br><span class='muted'>sha256 {esc(h)}</span>"
                                     for p, h in files.items()) or "none recorded"),
-        ("counts", esc(json.dumps(counts))),
-        ("cache hits / misses", f"{esc(m.get('cache_hits'))} / {esc(m.get('cache_misses'))}"),
-        ("tokens in / out / cache read / cache write",
-         " / ".join(esc(m.get(k)) for k in ("input_tokens", "output_tokens", "cache_read_tokens",
-                                             "cache_creation_tokens"))),
-        ("cost (USD)", esc(m.get("cost_usd")) if m.get("cost_usd") is not None else "unknown"),
+        ("counts", esc(counts_text(counts))),
+        ("verdict cache", esc(_cache_text(m))),
+        ("tokens", esc(tokens_text(m))),
+        ("cost", esc(cost_text(m))),
     ]
     if m.get("source_run"):
         pairs.append(("source run", esc(m.get("source_run"))))
@@ -295,8 +359,7 @@ def _summary_section(s: Mapping[str, Any]) -> str:
     failed = f", {s['failed_samples']} failed sample(s) of judged segments" if s.get("failed_samples") else ""
     out.append(f"<p>{s['segments']} segment(s){samples}: {s['judged']} judged, {s['unjudged']} unjudged{failed}; "
                f"{s['invalid']} invalid input line record(s). Shares are of the judged segments.</p>")
-    rows = [(_band(b), s["band_counts"][b],
-             "" if s["band_shares"][b] is None else f"{s['band_shares'][b]:.1%}") for b in BANDS]
+    rows = [(_band(b), s["band_counts"][b], fmt_share(s["band_shares"][b])) for b in BANDS]
     out.append(_table(["band" + (" (of the mean score)" if s.get("repeated") else ""), "segments", "share"],
                       rows, numeric=(1, 2)))
     sc = s["score"]
@@ -562,12 +625,275 @@ def segments_table_html(segments: pd.DataFrame, anchors: Mapping[str, str]) -> s
     return (f'<table class="all"><thead><tr>{head}</tr></thead><tbody>\n' + "".join(rows) + "</tbody></table>")
 
 
-# -- assembling the page --------------------------------------------------------------------------
-def _rubric_of(m: Mapping[str, Any]) -> Rubric | None:
+# -- comparison with labels -----------------------------------------------------------------------
+#: Bootstrap resamples and seed of the kappa intervals of the comparison with labels (recorded in the table).
+LABELS_N_BOOT = 1000
+LABELS_SEED = 0
+#: The two named figures of the comparison, in the order shown (DESIGN section 4, the rubric decision):
+#: the band's agreement is the rubric's figure, the one published; the verdict's stands beside it.
+BAND_KAPPA_NAME = "score band vs labels (Cohen's kappa)"
+VERDICT_KAPPA_NAME = "judge verdict vs labels (Cohen's kappa)"
+BAND_COLUMN = "score band vs labels (the rubric's figure)"
+VERDICT_COLUMN = "judge verdict vs labels"
+
+
+@dataclass
+class LabelsComparison:
+    """A run's segments against labels: the score band's agreement first, the judge verdict's beside it.
+
+    ``band_kappa`` / ``verdict_kappa``: Cohen's kappa (unweighted) of the band / the judge's own verdict
+    against the labelled verdict, each an :class:`axon_eval.stats.agreement.Estimate` with its seeded
+    bootstrap interval and n; ``*_kappa_linear``: linearly weighted kappa; ``*_accuracy``: share of
+    equal verdicts; ``band_confusion`` / ``verdict_confusion``: rows = band / judge verdict, columns =
+    label; ``agreement``: every other figure (:class:`axon_eval.stats.agreement.LabelAgreement`).
+    """
+
+    n: int
+    band_kappa: Any
+    verdict_kappa: Any
+    band_kappa_linear: float
+    verdict_kappa_linear: float
+    band_accuracy: float
+    verdict_accuracy: float
+    band_confusion: pd.DataFrame
+    verdict_confusion: pd.DataFrame
+    agreement: Any
+    gate: float
+
+    def headline(self) -> str:
+        """One sentence, band first: ``score band vs labels (Cohen's kappa) 0.62 (95% CI ..., n 97) ...``."""
+        def fig(name: str, e: Any) -> str:
+            return (f"{name} {fmt_number(e.value, 2)} (95% CI {fmt_interval(*e.ci, digits=2)}, n {e.n})")
+        gate = ("meets" if self.band_kappa.value >= self.gate else "does not meet")
+        return (f"{fig(BAND_KAPPA_NAME, self.band_kappa)}: the rubric's figure, the one to publish; it {gate} the "
+                f"gate of kappa >= {fmt_number(self.gate)} before comparative claims. Beside it, "
+                f"{fig(VERDICT_KAPPA_NAME, self.verdict_kappa)}: what the judge itself concludes.")
+
+    def table(self) -> pd.DataFrame:
+        """The two figures side by side as text (band column first): kappa, its interval, the linearly
+        weighted kappa, the share of equal verdicts and the segments compared."""
+        rows = {
+            "Cohen's kappa": (fmt_number(self.band_kappa.value, 2), fmt_number(self.verdict_kappa.value, 2)),
+            f"95% CI (seeded bootstrap, {self.band_kappa.n_boot} resamples, seed {self.band_kappa.seed})":
+                (fmt_interval(*self.band_kappa.ci, digits=2), fmt_interval(*self.verdict_kappa.ci, digits=2)),
+            "Cohen's kappa, linearly weighted": (fmt_number(self.band_kappa_linear, 2),
+                                                 fmt_number(self.verdict_kappa_linear, 2)),
+            "share equal to the label": (fmt_share(self.band_accuracy), fmt_share(self.verdict_accuracy)),
+            "segments compared": (fmt_number(self.n), fmt_number(self.n)),
+        }
+        return pd.DataFrame(list(rows.values()), index=list(rows), columns=[BAND_COLUMN, VERDICT_COLUMN])
+
+    def judge_table(self, *, claims: bool = True) -> pd.DataFrame:
+        """What the judge controls, as text: subscores inside the labelled ranges (overall and per
+        dimension) and, with ``claims``, the labelled unsupported claims its explanation names (needs the
+        explanations in the compared rows)."""
+        a = self.agreement
+        values = {"subscores inside the labelled ranges": fmt_share(a.in_range),
+                  **{f"{d} inside its range": fmt_share(v) for d, v in a.in_range_by_dimension.items()}}
+        if claims:
+            values["labelled unsupported claims named in the explanation"] = (
+                f"{fmt_share(a.claim_catch_rate)} of {a.n_claims}" if a.n_claims else "no labelled claims")
+        return pd.DataFrame({"value": list(values.values())}, index=list(values))
+
+
+def compare_with_labels(segments: pd.DataFrame, labels: pd.DataFrame, *, n_boot: int = LABELS_N_BOOT,
+                        seed: int = LABELS_SEED, allow_mixed: bool = False) -> LabelsComparison:
+    """:class:`LabelsComparison` of the judged segments of ``segments`` (one row per segment: a single-sample
+    run's judged results, or :func:`axon_eval.summaries.segment_table`'s judged rows) with ``labels``
+    (:func:`axon_eval.labels.load_labels`). Only segments in both are compared; raises ``ValueError`` when
+    none is."""
+    from .stats.agreement import GATE_THRESHOLD, confusion_table, kappa_estimate, label_agreement
+
+    rows = segments[(segments["status"] == JUDGED) & segments["band"].isin(BANDS)
+                    & segments["judge_verdict"].isin(BANDS)]
+    agreement = label_agreement(rows, labels, allow_mixed=allow_mixed)
+    m = rows.merge(labels[["segment_id", "verdict"]], on="segment_id", how="inner")
+    band, verdict, label = (m[c].astype(str).tolist() for c in ("band", "judge_verdict", "verdict"))
+    bands = agreement.band_agreement or {}
+    return LabelsComparison(
+        n=len(m), band_kappa=kappa_estimate(band, label, n_boot=n_boot, seed=seed),
+        verdict_kappa=kappa_estimate(verdict, label, n_boot=n_boot, seed=seed),
+        band_kappa_linear=bands.get("kappa_linear", float("nan")), verdict_kappa_linear=agreement.kappa_linear,
+        band_accuracy=bands.get("accuracy", float("nan")), verdict_accuracy=agreement.accuracy,
+        band_confusion=confusion_table(band, label).rename_axis(index="score band", columns="label"),
+        verdict_confusion=confusion_table(verdict, label).rename_axis(index="judge verdict", columns="label"),
+        agreement=agreement, gate=GATE_THRESHOLD)
+
+
+def _frame_html(frame: pd.DataFrame) -> str:
+    """A small frame of text (index as the first column) as an HTML table, every cell escaped."""
+    headers = [frame.index.name or "", *[str(c) for c in frame.columns]]
+    return _table(headers, ([esc(i), *(esc(v) for v in row)] for i, row in zip(frame.index, frame.to_numpy())))
+
+
+def recorded_labels_file(manifest: Any, root: str | Path | None = None) -> tuple[Path | None, str | None]:
+    """The labels file a run recorded among its ``input_files`` (a ``.csv`` other than the evidence whose
+    name holds ``labels``), if it is still the same file, and a sentence when it cannot be used.
+
+    Relative paths are read from ``root`` (default: the repository root). ``(None, None)`` when the run
+    recorded no labels file; ``(None, problem)`` when it is missing or its SHA-256 no longer matches.
+    """
+    from .runs.io import file_sha256
+    from .runs.provenance import repository_root
+
+    m = manifest_fields(manifest)
+    files = {str(k): v for k, v in (m.get("input_files") or {}).items()}
+    names = [p for p in files if p != m.get("turns_file") and p.endswith(".csv") and "labels" in Path(p).name]
+    if not names:
+        return None, None
+    name = names[0]
+    base = Path(root) if root is not None else Path(repository_root() or Path.cwd())
+    path = Path(name) if Path(name).is_absolute() else base / name
+    if not path.is_file():
+        return None, f"The run recorded the labels file {name}, which is not at {path}: the comparison with labels is left out."
+    if files[name] and file_sha256(path) != files[name]:
+        return None, (f"The labels file {name} has changed since the run (its SHA-256 differs from the one "
+                      "recorded): the comparison with labels is left out.")
+    return path, None
+
+
+def _labels_section(segments: pd.DataFrame, labels: pd.DataFrame | None, source: str | None,
+                    problem: str | None) -> str:
+    if labels is None and problem is None:
+        return ""
+    out = ["<h2>Comparison with labels</h2>"]
+    if problem is not None:
+        out.append(f'<p class="warn">{esc(problem)}</p>')
+        return "\n".join(out)
+    assert labels is not None
     try:
-        return Rubric.model_validate(m["rubric"]) if m.get("rubric") else None
-    except Exception:  # an unreadable rubric record: band edges fall back to the default (noted)
-        return None
+        comparison = compare_with_labels(segments, labels, allow_mixed=True)
+    except ValueError as exc:
+        out.append(f'<p class="warn">The comparison with labels could not be made: {esc(exc)}</p>')
+        return "\n".join(out)
+    note = labels.attrs.get("note") or comparison.agreement.note
+    out.append(f"<p class='muted'>Labels: {esc(source or 'given')}. {esc(note)}. The judged segments of this run "
+               f"that have a label are compared ({comparison.n}); unjudged segments have no band and are left "
+               "out.</p>")
+    out.append(f"<p><b>{esc(comparison.headline())}</b></p>")
+    out.append(_frame_html(comparison.table()))
+    out.append("<p>Score band (rows) against the label (columns), then the judge's verdict against the label:</p>")
+    out.append(_frame_html(people_table(comparison.band_confusion)))
+    out.append(_frame_html(people_table(comparison.verdict_confusion)))
+    out.append("<p>What the judge controls:</p>" + _frame_html(comparison.judge_table(claims=False)))
+    return "\n".join(out)
+
+
+# -- ensemble disagreement ------------------------------------------------------------------------
+def disagreement_rows(results: pd.DataFrame) -> pd.DataFrame:
+    """The results rows an ensemble flagged (``disagreement`` true), with their ``range_*`` columns; an
+    empty frame when the run is not an ensemble's (no such column, or all null)."""
+    if "disagreement" not in results.columns:
+        return results.iloc[0:0]
+    flag = results["disagreement"].astype("boolean").fillna(False).to_numpy(dtype=bool)
+    return results.loc[flag]
+
+
+def stream_ensemble_members(path: Path, wanted: set[tuple[str, int]], problems: list[str]) -> dict[tuple[str, int], dict]:
+    """``(segment_id, sample_index) -> extra`` of the ensemble records in ``verdicts.jsonl`` that are
+    ``wanted``, read one line at a time; unreadable lines are skipped and named in ``problems``."""
+    found: dict[tuple[str, int], dict] = {}
+    if not wanted:
+        return found
+    if not path.exists():
+        problems.append(f"{path.name} is missing: the ensemble members' subscores cannot be shown")
+        return found
+    segment_ids = {sid for sid, _ in wanted}
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            head = _AUDIT_SEGMENT_ID.match(line)
+            if head is not None:
+                try:
+                    if json.loads(head.group(1)) not in segment_ids:
+                        continue
+                except json.JSONDecodeError:
+                    pass
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                problems.append(f"{path.name} line {n} could not be read ({exc.msg}); it is left out")
+                continue
+            key = (record.get("segment_id"), int(record.get("sample_index") or 0))
+            if key in wanted and isinstance(record.get("extra"), dict):
+                found[key] = record["extra"]
+    return found
+
+
+def _disagreement_section(results: pd.DataFrame, members: Mapping[tuple[str, int], Mapping[str, Any]]) -> str:
+    if "disagreement" not in results.columns or results["disagreement"].isna().all():
+        return ""
+    flagged = disagreement_rows(results)
+    judged_rows = results[results["status"] == JUDGED]
+    n_segments = flagged["segment_id"].nunique()
+    out = [f"<h2>Ensemble disagreement ({n_segments} of {judged_rows['segment_id'].nunique()} judged segments "
+           "flagged)</h2>",
+           "<p class='muted'>The ensemble flags a segment when its members' scored bands differ or a dimension's "
+           "range (max - min over the judged members) reaches its threshold. The combined subscores are in the "
+           "table of all segments; here each member's own.</p>"]
+    if flagged.empty:
+        out.append("<p>None.</p>")
+        return "\n".join(out)
+    headers = ["segment", "sample", "member", "verdict", *(DIMENSION_HEADERS[d] for d in DIMENSIONS), "score",
+               "band", "why flagged"]
+    rows = []
+    for rec in flagged.head(MAX_LISTED).to_dict("records"):
+        key = (str(rec["segment_id"]), int(rec.get("sample_index") or 0))
+        extra = members.get(key) or {}
+        ranges = ", ".join(f"{DIMENSION_HEADERS[d]} {fmt_number(rec.get(f'range_{d}'))}" for d in DIMENSIONS
+                           if not is_missing(rec.get(f"range_{d}")))
+        why = "; ".join(extra.get("disagreement_reasons") or []) or "flagged"
+        why += f" (ranges: {ranges})" if ranges else ""
+        listed = extra.get("members") or []
+        if not listed:
+            rows.append([esc(key[0]), key[1], "<span class='muted'>members not found in verdicts.jsonl</span>",
+                         "", "", "", "", "", "", "", esc(why)])
+            continue
+        for k, member in enumerate(listed):
+            sub = member.get("subscores") or {}
+            first = k == 0
+            cells = [esc(key[0]) if first else "", key[1] if first else "", esc(member.get("judge_id")),
+                     esc(member.get("verdict") or "") if not member.get("error") else
+                     f"<span class='unjudged'>failed: {esc(_short(member.get('error')))}</span>",
+                     *(esc(fmt_number(sub.get(d), missing="null" if not member.get("error") else ""))
+                       for d in DIMENSIONS),
+                     esc(fmt_number(member.get("score"), missing="")), _band(member.get("band"))
+                     if member.get("band") else "", esc(why) if first else ""]
+            rows.append(cells)
+    out.append(_table(headers, rows, numeric=(1, 4, 5, 6, 7, 8)))
+    if len(flagged) > MAX_LISTED:
+        out.append(f"<p>{len(flagged) - MAX_LISTED} more flagged results rows: each has "
+                   "<code>disagreement</code> true in <code>results.parquet</code>.</p>")
+    return "\n".join(out)
+
+
+# -- assembling the page --------------------------------------------------------------------------
+def rubric_of_manifest(manifest: Any) -> tuple[Rubric | None, str | None]:
+    """The run's rubric from its manifest's ``rubric`` record, and a sentence when it could not be used.
+
+    ``(rubric, None)`` when the record reads; ``(None, None)`` when the manifest has none (the default
+    rubric's band edges are used, as for any run without one); ``(None, problem)`` when the record does
+    not validate: the problem names the rubric and the first error, and says the band edges of a
+    repeated run's mean scores fall back to the default rubric's. The report shows that sentence.
+    """
+    m = manifest_fields(manifest)
+    record = m.get("rubric")
+    if not record:
+        return None, None
+    try:
+        return Rubric.model_validate(record), None
+    except Exception as exc:  # pydantic ValidationError, or a record that is not a mapping at all
+        first = str(exc).strip().splitlines()
+        detail = "; ".join(line.strip() for line in first[:3]) if first else type(exc).__name__
+        name = record.get("name") if isinstance(record, Mapping) else None
+        return None, (f"The run's rubric record ({name or 'unnamed'}, id {m.get('rubric_id')}) could not be read "
+                      f"({detail}): band edges for segments' mean scores use the default rubric "
+                      f"({Rubric.default().label}) instead.")
+
+
+def _rubric_of(m: Mapping[str, Any]) -> Rubric | None:
+    return rubric_of_manifest(m)[0]
 
 
 def _summarise(results: pd.DataFrame, invalid: Sequence[Mapping[str, Any]], rubric: Rubric | None) -> dict[str, Any]:
@@ -589,16 +915,22 @@ def worst_segment_ids(segments: pd.DataFrame, n_worst: int) -> list[str]:
 
 def render_report_parts(manifest: Any, results: pd.DataFrame, invalid: Sequence[Mapping[str, Any]],
                         audit: Iterable[Mapping[str, Any]], figures: Sequence[tuple[str, str]], *,
-                        n_worst: int = DEFAULT_N_WORST, audit_problems: Sequence[str] = ()) -> str:
+                        n_worst: int = DEFAULT_N_WORST, audit_problems: Sequence[str] = (),
+                        labels: pd.DataFrame | None = None, labels_source: str | None = None,
+                        labels_problem: str | None = None,
+                        ensemble_members: Mapping[tuple[str, int], Mapping[str, Any]] | None = None) -> str:
     """The report page from its parts (pure).
 
     ``manifest``: the run manifest (model or dict); ``results``: the results frame; ``invalid``: invalid
     line records; ``audit``: audit entries, consumed once as a stream (only the worst segments' entries
     are kept); ``figures``: ``(name, data URI)`` pairs; ``audit_problems``: sentences about audit lines
-    that could not be read.
+    that could not be read; ``labels``: labels to compare with (:func:`axon_eval.labels.load_labels`;
+    ``labels_source`` names them, ``labels_problem`` says why recorded labels could not be used);
+    ``ensemble_members``: ``(segment_id, sample_index) -> extra`` of the ensemble records flagged for
+    disagreement (each member's subscores).
     """
     m = manifest_fields(manifest)
-    rubric = _rubric_of(m)
+    rubric, rubric_problem = rubric_of_manifest(m)
     summary = _summarise(results, invalid, rubric)
     segments = segment_table(results, rubric)
     worst_ids = worst_segment_ids(segments, n_worst)
@@ -623,7 +955,13 @@ def render_report_parts(manifest: Any, results: pd.DataFrame, invalid: Sequence[
         "<p class='muted'>Scores measure whether each captured turn is internally consistent (question, SQL, "
         "rows, answer), as graded by the judge named below and turned into points by plain code. They are "
         "not fact-checked against the world.</p>",
-        _provenance_section(m, banners), _summary_section(summary), _figures_section(figures),
+        _provenance_section(m, banners),
+    ]
+    if rubric_problem is not None:
+        parts.append(f'<p class="warn">{esc(rubric_problem)}</p>')
+    parts += [
+        _summary_section(summary), _labels_section(segments, labels, labels_source, labels_problem),
+        _disagreement_section(results, ensemble_members or {}), _figures_section(figures),
         _unjudged_section(summary), _invalid_section(invalid),
     ]
     for problem in audit_problems:
@@ -664,15 +1002,51 @@ def _figure_uris_from_results(results: pd.DataFrame, rubric: Rubric | None) -> l
     return [(f"{stem}.png", embed_png(fig)) for stem, fig in standard_figures(results, rubric).items()]
 
 
-def render_report(run: Run, *, n_worst: int = DEFAULT_N_WORST) -> str:
+def _flagged_keys(results: pd.DataFrame) -> set[tuple[str, int]]:
+    flagged = disagreement_rows(results).head(MAX_LISTED)
+    samples = flagged["sample_index"] if "sample_index" in flagged.columns else pd.Series(0, index=flagged.index)
+    return {(str(s), int(i)) for s, i in zip(flagged["segment_id"], samples.fillna(0))}
+
+
+def _labels_of(m: Mapping[str, Any], labels: str | Path | pd.DataFrame | None
+               ) -> tuple[pd.DataFrame | None, str | None, str | None]:
+    """``(labels, source, problem)``: the given labels (a frame or a file), else the labels file the run
+    recorded (:func:`recorded_labels_file`); a file that does not read is a problem sentence, not a crash."""
+    from .labels import LabelError, load_labels
+
+    if isinstance(labels, pd.DataFrame):
+        return labels, "given", None
+    path, problem = (Path(labels), None) if labels is not None else recorded_labels_file(m)
+    if path is None:
+        return None, None, problem
+    try:
+        return load_labels(path), str(labels) if labels is not None else _recorded_name(m, path), None
+    except (LabelError, OSError, ValueError) as exc:
+        return None, None, f"The labels file {path} could not be read ({exc}): the comparison with labels is left out."
+
+
+def _recorded_name(m: Mapping[str, Any], path: Path) -> str:
+    for name, digest in (m.get("input_files") or {}).items():
+        if Path(name).name == path.name:
+            return f"{name} (sha256 {str(digest)[:12]}, as recorded by the run)"
+    return str(path)
+
+
+def render_report(run: Run, *, n_worst: int = DEFAULT_N_WORST, labels: str | Path | pd.DataFrame | None = None) -> str:
     """The report of a run already in memory (what :func:`axon_eval.runs.evaluate` returns): figures
-    from its ``figures/`` folder, else drawn from its results."""
+    from its ``figures/`` folder, else drawn from its results; ``labels`` as :func:`write_report`."""
     m = manifest_fields(run.manifest)
     figures = _figure_uris_from_folder(Path(run.run_dir) / "figures") or \
         _figure_uris_from_results(run.results, _rubric_of(m))
     iter_audit = getattr(run, "iter_audit", None)
     audit = iter_audit() if callable(iter_audit) else run.audit
-    return render_report_parts(m, run.results, list(run.invalid), audit, figures, n_worst=n_worst)
+    problems: list[str] = []
+    labels, source, labels_problem = _labels_of(m, labels)
+    wanted = _flagged_keys(run.results)
+    members = stream_ensemble_members(Path(run.run_dir) / "verdicts.jsonl", wanted, problems)
+    return render_report_parts(m, run.results, list(run.invalid), audit, figures, n_worst=n_worst,
+                               audit_problems=problems, labels=labels, labels_source=source,
+                               labels_problem=labels_problem, ensemble_members=members)
 
 
 # -- reading a run folder, streaming ----------------------------------------------------------------
@@ -739,14 +1113,16 @@ def stream_audit(path: Path, wanted: set[str], problems: list[str]) -> Iterator[
 
 
 def write_report(run_folder: str | Path, *, output: str | Path | None = None,
-                 n_worst: int = DEFAULT_N_WORST) -> Path:
+                 n_worst: int = DEFAULT_N_WORST, labels: str | Path | pd.DataFrame | None = None) -> Path:
     """Render the report of ``run_folder`` and write it atomically (default ``<run>/report.html``).
 
     Reads ``manifest.json``, the report's columns of ``results.parquet`` and ``invalid.jsonl``, embeds
     the PNGs of ``figures/`` (or draws the standard figures when there are none), and streams
     ``audit.jsonl`` keeping only the ``n_worst`` lowest-scoring segments' entries. Raises
     ``FileNotFoundError`` naming a folder without ``manifest.json``. A gzip ``audit.jsonl.gz`` is read the
-    same way.
+    same way. ``labels`` (a labels CSV or frame) adds the comparison with labels; without it the labels
+    file the run recorded among its input files is used when it is unchanged (:func:`recorded_labels_file`).
+    An ensemble's flagged segments get each member's subscores from ``verdicts.jsonl``.
     """
     folder = Path(run_folder)
     manifest_path = folder / "manifest.json"
@@ -759,8 +1135,11 @@ def write_report(run_folder: str | Path, *, output: str | Path | None = None,
     rubric = _rubric_of(m)
     wanted = set(worst_segment_ids(segment_table(results, rubric), n_worst))
     figures = _figure_uris_from_folder(folder / "figures") or _figure_uris_from_results(results, rubric)
+    labels_df, source, labels_problem = _labels_of(m, labels)
+    members = stream_ensemble_members(folder / "verdicts.jsonl", _flagged_keys(results), problems)
     page = render_report_parts(m, results, invalid, stream_audit(audit_path(folder), wanted, problems),
-                               figures, n_worst=n_worst, audit_problems=problems)
+                               figures, n_worst=n_worst, audit_problems=problems, labels=labels_df,
+                               labels_source=source, labels_problem=labels_problem, ensemble_members=members)
     path = Path(output) if output is not None else folder / "report.html"
     atomic_write_text(path, page)
     return path

@@ -1,0 +1,150 @@
+"""Numbers shown to people: the one place that decides how a share, a figure or a missing value reads.
+
+Used by the HTML report, the notebooks' displayed tables and the command line, so that every table a
+person reads follows the same rules:
+
+* a share (a proportion in [0, 1]) reads as a percentage, ``0.639 -> "64%"`` (one decimal below 10%:
+  ``0.0309 -> "3.1%"``);
+* any other number shows :data:`SIGNIFICANT_DIGITS` significant digits in plain decimal notation, at most
+  :data:`MAX_DECIMALS` decimals, integers without a decimal point and thousands separated:
+  ``0.61635 -> "0.616"``, ``77.53 -> "77.5"``, ``8.8247 -> "8.82"``, ``12345.6 -> "12,346"``; never
+  scientific notation (``4.09e-15 -> "0"``: below the last shown decimal is zero for a reader);
+* a missing value (``None``, ``NaN``, ``pd.NA``) reads as :data:`MISSING` (``"n/a"``) or a caller's
+  phrase such as ``"not reported"``; never ``None`` or ``nan``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+#: Significant digits of a number that is not a share.
+SIGNIFICANT_DIGITS = 3
+#: Decimals never exceed this (so a tiny float reads as 0, never as 4.09e-15).
+MAX_DECIMALS = 3
+#: What a missing value reads as.
+MISSING = "n/a"
+#: Column names read as shares (proportions in [0, 1]) by :func:`people_table` unless told otherwise.
+SHARE_COLUMN = re.compile(r"(^|_)(share|shares|accuracy|agreement|rate|in_range|proportion)(_|$)|^share|_share$")
+
+
+def is_missing(value: Any) -> bool:
+    """True for ``None``, ``pd.NA``, ``pd.NaT`` and a float NaN."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return True
+    return isinstance(value, float | np.floating) and math.isnan(value)
+
+
+def fmt_number(value: Any, digits: int = SIGNIFICANT_DIGITS, *, missing: str = MISSING,
+               max_decimals: int = MAX_DECIMALS) -> str:
+    """``value`` with ``digits`` significant digits (at most ``max_decimals`` decimals), plain notation.
+
+    Decimals = ``clamp(digits - 1 - floor(log10 |x|), 0, max_decimals)``; trailing zeros after the point
+    are kept only up to that count (``0.5 -> "0.5"``, ``0.50 -> "0.5"``). Integers (and integral floats
+    of 1,000 or more) read without a point; thousands are separated by commas. A value that rounds to
+    zero reads ``"0"`` (never ``"-0"``). Booleans read ``yes``/``no``; text is returned as it is.
+    """
+    if is_missing(value):
+        return missing
+    if isinstance(value, bool | np.bool_):
+        return "yes" if value else "no"
+    if isinstance(value, int | np.integer):
+        return f"{int(value):,}"
+    if not isinstance(value, float | np.floating):
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            return str(value)
+    x = float(value)
+    if math.isinf(x):
+        return "infinite" if x > 0 else "minus infinite"
+    if x == 0:
+        return "0"
+    decimals = min(max(digits - 1 - math.floor(math.log10(abs(x))), 0), max_decimals)
+    rounded = round(x, decimals)
+    if rounded == 0:
+        return "0"
+    text = f"{rounded:,.{decimals}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+def fmt_share(value: Any, *, missing: str = MISSING) -> str:
+    """A proportion in [0, 1] as a percentage: whole percents from 10% to 99%, one decimal below 10% and
+    above 99% (``0.0309 -> "3.1%"``, ``0.9990 -> "99.9%"``), so a share that is not 0 or 1 never reads
+    ``0%`` or ``100%``; a nonzero share below 0.1% reads ``"<0.1%"`` and one above 99.9% ``">99.9%"``."""
+    if is_missing(value):
+        return missing
+    p = 100 * float(value)
+    if p == 0:
+        return "0%"
+    if p == 100:
+        return "100%"
+    if 0 < p < 0.1:
+        return "<0.1%"
+    if 99.9 < p < 100:
+        return ">99.9%"
+    if abs(p) < 10 or 99 < p < 100:
+        return f"{p:.1f}%".replace(".0%", "%")
+    return f"{p:.0f}%"
+
+
+def fmt_interval(low: Any, high: Any, *, share: bool = False, digits: int = SIGNIFICANT_DIGITS,
+                 missing: str = "not defined") -> str:
+    """An interval ``"low to high"`` (as shares when ``share``, else with ``digits`` significant digits);
+    ``missing`` when either end is missing."""
+    if is_missing(low) or is_missing(high):
+        return missing
+    if share:
+        return f"{fmt_share(low)} to {fmt_share(high)}"
+    return f"{fmt_number(low, digits)} to {fmt_number(high, digits)}"
+
+
+def fmt_value(value: Any, *, share: bool = False, missing: str = MISSING) -> str:
+    """:func:`fmt_share` when ``share``, else :func:`fmt_number`."""
+    return fmt_share(value, missing=missing) if share else fmt_number(value, missing=missing)
+
+
+def is_share_column(name: Any) -> bool:
+    """Whether a column name says it holds shares (``share_good``, ``accuracy``, ``in_range_sql_quality``,
+    ``band_agreement``, ``claim_catch_rate``...)."""
+    return bool(SHARE_COLUMN.search(str(name)))
+
+
+def people_table(frame: pd.DataFrame, *, shares: Iterable[str] | None = None, keep: Iterable[str] = (),
+                 missing: str = MISSING, digits: int = SIGNIFICANT_DIGITS) -> pd.DataFrame:
+    """A copy of ``frame`` with every cell as the text a person reads (index and columns unchanged).
+
+    ``shares``: the columns holding proportions (default: the columns whose name says so,
+    :func:`is_share_column`); ``keep``: columns left exactly as they are. Numbers go through
+    :func:`fmt_number` with ``digits``, shares through :func:`fmt_share`, missing values become
+    ``missing``; text stays text.
+    """
+    share_cols = set(shares) if shares is not None else {c for c in frame.columns if is_share_column(c)}
+    kept = set(keep)
+    out = pd.DataFrame(index=frame.index)
+    for column in frame.columns:
+        values = frame[column]
+        if column in kept:
+            out[column] = values
+            continue
+        share = column in share_cols
+        out[column] = [fmt_share(v, missing=missing) if share and not isinstance(v, str)
+                       else fmt_number(v, digits, missing=missing) for v in values]
+    return out
+
+
+def people_series(values: dict[str, Any], *, shares: Iterable[str] | None = None, name: str = "value",
+                  missing: str = MISSING) -> pd.DataFrame:
+    """A mapping of named figures as a one-column table of text (shares as :func:`people_table` reads
+    them from their names unless ``shares`` is given)."""
+    share_keys = set(shares) if shares is not None else {k for k in values if is_share_column(k)}
+    return pd.DataFrame({name: [fmt_share(v, missing=missing) if k in share_keys and not isinstance(v, str)
+                                else fmt_number(v, missing=missing) for k, v in values.items()]},
+                        index=list(values))
