@@ -2,8 +2,13 @@
 
 ``run_notebook("notebooks/01_evaluate.ipynb", {"limit": 8})``:
 
-1. reads the notebook's ``parameters`` cell (``papermill.inspect_notebook``); a parameter name that the
-   cell does not define is an error listing the valid ones (``UnknownParameterError``);
+1. reads the notebook's ``parameters`` cell and checks what it is given before anything is written
+   (:func:`validate_parameters`): a name the cell does not define is an error listing the valid ones
+   (``UnknownParameterError``); a value of the wrong type for the cell's default
+   (``ParameterValueError``); an input file or run folder a parameter names that does not exist
+   (``FileNotFoundError``); a judge spec or rubric that does not resolve (``SpecError`` / ``ValueError``);
+   an evidence file without a valid turn (``NoValidTurnsError``). The CLI turns each into one line on
+   stderr and exit 2 (5 for the evidence without a valid turn), with no run folder;
 2. creates ``<out>/<UTC date>T<time>Z_<run_name>_<judge>/`` (``out``: argument, ``$AXON_EVAL_RUNS_DIR``
    or ``<repo>/runs``) and writes ``params.json`` and a ``manifest.json`` marked ``running``;
 3. executes the notebook with the kernel ``axon-eval`` when registered (else ``python3``), working
@@ -25,7 +30,6 @@ run) and closed to other users of the machine.
 from __future__ import annotations
 
 import ast
-import contextlib
 import os
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -56,6 +60,28 @@ from .runs.provenance import find_repo_root, redact_text, relative_to_root
 RUNNER_PARAMETERS = ("run_dir",)
 PREFERRED_KERNEL = "axon-eval"
 FALLBACK_KERNEL = "python3"
+
+
+#: Kind of a parameter whose default is ``None`` (the default cannot say). Any other ``None`` default is
+#: text (a path, a spec or a name). See :func:`parameter_kind`.
+NULL_DEFAULT_KINDS: dict[str, str] = {"limit": "int", "row_horizon": "int", "max_cost_usd": "number"}
+#: What each kind accepts, as the error message says it.
+KIND_TEXT: dict[str, str] = {"int": "an integer", "number": "a number", "bool": "true or false", "text": "text",
+                             "list": "a list such as [1, 2]", "mapping": "a mapping such as {a: 1}",
+                             "any": "any value"}
+#: Parameters naming an input file besides those ending in ``_file``; ``*_run`` names a run folder.
+FILE_PARAMETERS = ("thresholds",)
+#: A notebook defining this parameter grades reference answers: its judge specs are reference judges
+#: (:func:`axon_eval.reference.run.make_judge`), not evaluation judges (:func:`axon_eval.judges.build_judge`).
+REFERENCE_MARKER = "questions_file"
+#: Evidence parameters: the file must hold at least one valid turn (else ``NoValidTurnsError``, exit 5).
+EVIDENCE_PARAMETERS = ("turns_file",)
+#: Recorded-response parameters: the file must hold at least one non-blank line.
+RESPONSES_PARAMETERS = ("responses_file",)
+
+
+class ParameterValueError(ValueError):
+    """A parameter value of the wrong kind for the notebook's default (one line: name, expected, got)."""
 
 
 class UnknownParameterError(ValueError):
@@ -99,12 +125,24 @@ def parse_value(text: str) -> Any:
         return text
 
 
-def parse_cli_parameters(pairs: Iterable[Sequence[str]]) -> dict[str, Any]:
-    """``[["limit", "8"], ...]`` (from ``-p NAME VALUE``) -> ``{"limit": 8, ...}``."""
+#: ``-p`` values that mean ``None`` for a text parameter (YAML's nulls).
+NULL_TEXTS = ("null", "Null", "NULL", "~")
+
+
+def parse_cli_parameters(pairs: Iterable[Sequence[str]], defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``[["limit", "8"], ...]`` (from ``-p NAME VALUE``) -> ``{"limit": 8, ...}``.
+
+    With the notebook's ``defaults``, a text parameter (:func:`parameter_kind`) keeps the text as typed
+    (``-p run_name 2024`` is ``"2024"``, ``-p rubric 1.10`` is ``"1.10"``), except :data:`NULL_TEXTS`,
+    which are ``None``; every other value is a YAML scalar (:func:`parse_value`).
+    """
     out: dict[str, Any] = {}
     for pair in pairs:
         name, value = pair
-        out[name] = parse_value(value)
+        if defaults is not None and name in defaults and parameter_kind(name, defaults[name])[0] == "text":
+            out[name] = None if value in NULL_TEXTS else value
+        else:
+            out[name] = parse_value(value)
     return out
 
 
@@ -168,6 +206,132 @@ def check_parameters(notebook: str | Path, given: Mapping[str, Any], valid: Iter
     unknown = sorted(k for k in given if k not in valid or k in RUNNER_PARAMETERS)
     if unknown:
         raise UnknownParameterError(notebook, unknown, valid)
+
+
+def parameter_kind(name: str, default: Any) -> tuple[str, bool]:
+    """``(kind, nullable)`` of a notebook parameter from its default value.
+
+    ``bool`` -> ``bool``; ``int`` -> ``int``; ``float`` -> ``number`` (an integer is accepted); ``str`` ->
+    ``text`` (``null`` accepted: ``labels_file: null`` means "none"); a list -> ``list``; a dict ->
+    ``mapping``; ``None`` -> :data:`NULL_DEFAULT_KINDS` by name, else ``text``, and nullable; a default
+    that is not a literal (kept as its source text by :func:`notebook_parameters`) is text.
+    """
+    if default is None:
+        return NULL_DEFAULT_KINDS.get(name, "text"), True
+    if isinstance(default, bool):
+        return "bool", False
+    if isinstance(default, int):
+        return "int", False
+    if isinstance(default, float):
+        return "number", False
+    if isinstance(default, str):
+        return "text", True
+    if isinstance(default, list | tuple):
+        return "list", False
+    if isinstance(default, dict):
+        return "mapping", False
+    return "any", True
+
+
+def _coerce(notebook: str | Path, name: str, value: Any, default: Any) -> Any:
+    kind, nullable = parameter_kind(name, default)
+    if value is None and (nullable or kind == "any"):
+        return None
+    ok = {
+        "bool": lambda v: isinstance(v, bool),
+        "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+        "text": lambda v: isinstance(v, str),
+        "list": lambda v: isinstance(v, list),
+        "mapping": lambda v: isinstance(v, dict),
+        "any": lambda v: True,
+    }[kind]
+    if ok(value):
+        return value
+    if kind == "text" and isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)  # a YAML file's ``run_name: 2024``
+    expected = KIND_TEXT[kind] + (" or null" if nullable else "")
+    raise ParameterValueError(f"parameter {name} of {Path(notebook).name} must be {expected} (its default is "
+                              f"{default!r}), got {value!r}")
+
+
+def check_parameter_types(notebook: str | Path, given: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """``given`` with every value checked against the kind of its default (:func:`parameter_kind`); numbers
+    given for a text parameter become text. Raises :class:`ParameterValueError` naming the parameter, the
+    expected kind and the value."""
+    return {name: _coerce(notebook, name, value, defaults.get(name)) for name, value in given.items()}
+
+
+def _under(root: Path, value: str) -> Path:
+    p = Path(value).expanduser()
+    return p if p.is_absolute() else root / p
+
+
+def _check_judge(name: str, spec: str, reference: bool) -> None:
+    """Build the judge a spec names (API judges open no connection when built), so an unknown spec is a
+    usage error before the kernel starts; a missing API key raises ``MissingApiKey`` here too."""
+    if reference:
+        from .reference.run import make_judge
+
+        make_judge(spec)
+        return
+    from .judges import build_judge
+
+    build_judge(spec)  # SDK clients are made on first use, so this one opened nothing to close
+
+
+def check_inputs(notebook: str | Path, effective: Mapping[str, Any], root: Path) -> None:
+    """Check what the parameters name, relative to the repository root ``root`` (the kernel's working
+    directory): ``*_file`` and :data:`FILE_PARAMETERS` must be files; ``*_run`` run folders (holding
+    ``manifest.json``); evidence (:data:`EVIDENCE_PARAMETERS`) must hold a valid turn and recorded
+    responses a line; ``judge``/``*_judge`` must be judge specs; ``rubric``/``*_rubric`` must resolve.
+    ``None`` means "none" and is not checked."""
+    from .evidence import InvalidTurn, iter_turns
+    from .runs import NoValidTurnsError
+
+    reference = REFERENCE_MARKER in effective
+    for name, value in effective.items():
+        if name in RUNNER_PARAMETERS or not isinstance(value, str):
+            continue
+        if name.endswith("_file") or name in FILE_PARAMETERS:
+            path = _under(root, value)
+            if not path.is_file():
+                raise FileNotFoundError(f"parameter {name}: file {value} does not exist"
+                                        + ("" if Path(value).is_absolute() else f" (looked at {path})"))
+            if name in EVIDENCE_PARAMETERS:
+                invalid: list[str] = []
+                for item in iter_turns(path):
+                    if not isinstance(item, InvalidTurn):
+                        break
+                    invalid.append(f"line {item.line}: {item.field}: {item.message}")
+                else:
+                    raise NoValidTurnsError(value, len(invalid), invalid)
+            if name in RESPONSES_PARAMETERS and not path.read_text(encoding="utf-8", errors="replace").strip():
+                raise NoValidTurnsError(value, 0)
+        elif name.endswith("_run"):
+            folder = _under(root, value)
+            if not (folder / "manifest.json").is_file():
+                raise FileNotFoundError(f"parameter {name}: {value} is not a run folder (no manifest.json in {folder})")
+        elif name == "judge" or name.endswith("_judge"):
+            _check_judge(name, value, reference)
+        elif name == "rubric" or name.endswith("_rubric"):
+            from .rubric import Rubric
+
+            candidate = _under(root, value)
+            Rubric.resolve(candidate if (value.endswith((".yaml", ".yml")) or candidate.exists()) else value)
+
+
+def validate_parameters(notebook: str | Path, given: Mapping[str, Any], *, root: str | Path | None = None,
+                        defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Everything :func:`run_notebook` checks before it writes anything (module docstring, step 1):
+    names, kinds, then inputs. Returns ``given`` with its values coerced (:func:`check_parameter_types`)."""
+    nb = Path(notebook)
+    defaults = dict(notebook_parameters(nb) if defaults is None else defaults)
+    check_parameters(nb, given, defaults)
+    coerced = check_parameter_types(nb, given, defaults)
+    base = Path(root).resolve() if root is not None else find_repo_root(nb.resolve())
+    check_inputs(nb, {**defaults, **coerced}, base)
+    return coerced
 
 
 # -- environment ----------------------------------------------------------------------------------------
@@ -247,8 +411,9 @@ def run_notebook(
     parameter when the notebook has one.
 
     Returns a :class:`NotebookRun`; a failed execution returns ``status="failed"`` (the partial notebook
-    and the manifest marked failed are kept). Raises :class:`UnknownParameterError` before creating
-    anything when a parameter is unknown, ``FileNotFoundError`` when the notebook is missing.
+    and the manifest marked failed are kept). Raises before creating anything what
+    :func:`validate_parameters` raises (unknown name, wrong kind, missing input, bad judge spec or
+    rubric, evidence without a valid turn), and ``FileNotFoundError`` when the notebook is missing.
     """
     import papermill
 
@@ -256,11 +421,11 @@ def run_notebook(
     if not nb_src.is_file():
         raise FileNotFoundError(f"notebook {notebook} not found")
     defaults = notebook_parameters(nb_src)
-    given = {**load_params_files(params_files), **dict(parameters or {})}
-    check_parameters(nb_src, given, defaults)
+    root = Path(cwd).resolve() if cwd is not None else find_repo_root(nb_src)
+    given = validate_parameters(nb_src, {**load_params_files(params_files), **dict(parameters or {})},
+                                root=root, defaults=defaults)
     effective = {**defaults, **given}
 
-    root = Path(cwd).resolve() if cwd is not None else find_repo_root(nb_src)
     if out_dir is not None:
         out = Path(out_dir)
     elif os.environ.get(RUNS_DIR_ENV):
@@ -323,9 +488,15 @@ def run_notebook(
         except Exception as exc:  # the run's result stands; the missing HTML is recorded
             warnings.append(f"HTML export failed: {type(exc).__name__}: {exc}")
 
-    # The notebook may have replaced the manifest (evaluate writes its own); update what is there.
-    with contextlib.suppress(Exception):
+    # The notebook may have replaced the manifest (evaluate writes its own); update what is there. One it
+    # left unreadable is replaced by the runner's own record, and the run says so.
+    try:
         manifest = RunManifest.read(run_dir)
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+        warnings.append(f"the manifest.json the notebook left could not be read ({type(exc).__name__}: {first}); "
+                        "it was replaced by the runner's record, so what the notebook recorded (counts, judge, "
+                        "inputs) is missing here")
     info = dict(manifest.notebook or notebook_info)
     info.update({"source": rel(nb_src), "source_sha256": source_sha,
                  "executed": rel(executed) if executed.exists() else None,

@@ -40,11 +40,25 @@ def _judge_errors() -> tuple[type[BaseException], ...]:
     return (MissingApiKey,)
 
 
+def one_line(exc: BaseException) -> str:
+    """The message of a usage error as one line: a judge spec error names the valid forms on the same
+    line; any other message's lines (a rubric's or a parameter's error, the invalid lines of an input
+    without a valid turn) are joined with ``"; "``."""
+    from .judges.registry import VALID_FORMS, SpecError
+
+    if isinstance(exc, SpecError):
+        return f"invalid judge spec {exc.spec!r}: {exc.problem}; valid forms: {' | '.join(VALID_FORMS)}"
+    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+    parts = [line.strip() for line in text.splitlines() if line.strip()]
+    return "; ".join(parts) or type(exc).__name__
+
+
 def _usage_error(exc: BaseException) -> int:
-    """One-line (or short) message on stderr; exit 5 for an input without valid turns, else 2."""
+    """One line on stderr; exit 5 for an input without valid turns, else 2 (a bad spec, parameter, rubric
+    -- :mod:`axon_eval.rubric` raises ``ValueError`` subclasses --, path or key)."""
     from .runs import EXIT_NO_VALID_TURNS, EXIT_USAGE, NoValidTurnsError
 
-    print(f"error: {exc}", file=sys.stderr)
+    print(f"error: {one_line(exc)}", file=sys.stderr)
     return EXIT_NO_VALID_TURNS if isinstance(exc, NoValidTurnsError) else EXIT_USAGE
 
 
@@ -74,14 +88,16 @@ def _print_summary(result: Any) -> None:
 
 # -- handlers ---------------------------------------------------------------------------------------
 def _cmd_run(args: argparse.Namespace) -> int:
-    from .runner import UnknownParameterError, parse_cli_parameters, run_notebook
+    from .runner import notebook_parameters, parse_cli_parameters, run_notebook
 
     try:
-        overrides = parse_cli_parameters(args.param or [])
+        if not Path(args.notebook).is_file():
+            raise FileNotFoundError(f"notebook {args.notebook} not found")
+        overrides = parse_cli_parameters(args.param or [], notebook_parameters(args.notebook))
         result = run_notebook(args.notebook, parameters=overrides, params_files=args.file or [],
                               out_dir=args.out, kernel_name=args.kernel, export_html=not args.no_html,
                               progress=not args.quiet)
-    except (UnknownParameterError, *_USAGE_ERRORS) as exc:
+    except (*_judge_errors(), *_USAGE_ERRORS) as exc:
         return _usage_error(exc)
     print(f"run folder: {result.run_dir}")
     print(f"notebook:   {result.notebook_path}")

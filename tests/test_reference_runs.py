@@ -297,3 +297,16 @@ def test_a_rehearsal_against_the_default_fake_server_sends_every_grade_to_review
     assert [g for g, _ in grades.values()].count("review_required") == 3
     assert {k for g, k in grades.values() if g == "error"} == {"evidence"}
     assert run.manifest.status == "complete" and run.manifest.input_tokens == 3 * 900
+
+
+def test_a_notebook_folder_whose_manifest_cannot_be_read_is_noted_not_ignored(tmp_path):
+    """grade_reference into a notebook's folder keeps the manifest there; an unreadable one is replaced and
+    the replacement says so (before, the read error was swallowed)."""
+    folder = tmp_path / "2026-01-01T000000Z_nb"
+    folder.mkdir()
+    (folder / "manifest.json").write_text("not json at all", encoding="utf-8")
+    run = grade_reference(QUESTIONS, RESPONSES, "heuristic", question_ids=["d_refund_rate"], run_dir=folder,
+                          cache=False, report=False)
+    assert run.manifest.status == "complete" and run.manifest.kind == "reference"
+    (note,) = [w for w in RunManifest.read(folder).warnings if "could not be read" in w]
+    assert "2026-01-01T000000Z_nb" in note

@@ -17,10 +17,13 @@ from nbformat.v4 import new_code_cell, new_notebook
 from axon_eval import cli
 from axon_eval.rubric import Rubric
 from axon_eval.runner import (
+    ParameterValueError,
     UnknownParameterError,
+    check_parameter_types,
     check_parameters,
     load_params_files,
     notebook_parameters,
+    parameter_kind,
     parse_cli_parameters,
     run_notebook,
 )
@@ -199,3 +202,86 @@ def test_a_default_holding_an_equals_sign_is_a_known_parameter(tmp_path):
     path = tmp_path / "nb.ipynb"
     nbformat.write(nb, path)
     assert notebook_parameters(path) == {"judge": "simulate(heuristic, sd=1, seed=1)", "limit": 3}
+
+
+# -- checks before the kernel starts: one line, exit 2 (5 for evidence without a valid turn), no folder ----
+def _run_cli(tmp_path, capsys, *extra: str) -> tuple[int, str]:
+    out = tmp_path / "runs"
+    code = cli.main(["run", str(NOTEBOOK), "-f", str(DEFAULT), "--out", str(out), "--quiet", *extra])
+    err = capsys.readouterr().err
+    assert not out.exists() or not [p for p in out.iterdir() if not p.name.startswith(".")], \
+        "a rejected run must write no run folder"
+    return code, err
+
+
+@pytest.mark.parametrize(("extra", "says"), [
+    # `make run TURNS=/missing.jsonl` passes exactly these
+    (["-p", "turns_file", "/missing.jsonl", "-p", "labels_file", "null", "-p", "run_name", "evaluate-own"],
+     "turns_file: file /missing.jsonl does not exist"),
+    (["-p", "judge", "nosuch"], "invalid judge spec 'nosuch'"),
+    (["-p", "limit", "abc"], "limit of 01_evaluate.ipynb must be an integer or null"),
+    (["-p", "limit", "2.5"], "must be an integer or null"),
+    (["-p", "seed", "x"], "seed of 01_evaluate.ipynb must be an integer (its default is 0)"),
+    (["-p", "batch", "maybe"], "batch of 01_evaluate.ipynb must be true or false"),
+    (["-p", "rubric", "no-such-rubric"], "no packaged rubric 'no-such-rubric'"),
+    (["-p", "labels_file", "/no/labels.csv"], "labels_file: file /no/labels.csv does not exist"),
+    (["-p", "jduge", "heuristic"], "valid parameters"),
+])
+def test_bad_parameters_and_inputs_are_one_line_usage_errors_before_the_kernel(tmp_path, capsys, extra, says):
+    code, err = _run_cli(tmp_path, capsys, *extra)
+    assert code == 2, err
+    assert says in err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("error: "), err
+
+
+def test_an_empty_evidence_file_exits_5_before_the_kernel(tmp_path, capsys):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    code, err = _run_cli(tmp_path, capsys, "-p", "turns_file", str(empty))
+    assert code == 5 and "is empty: nothing to judge" in err and len(err.strip().splitlines()) == 1
+    only_bad = tmp_path / "bad.jsonl"
+    only_bad.write_text("{not json\n")
+    code, err = _run_cli(tmp_path, capsys, "-p", "turns_file", str(only_bad))
+    assert code == 5 and "line 1" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_study_parameter_naming_no_run_folder_and_a_reference_judge_spec_are_usage_errors(tmp_path, capsys):
+    out = tmp_path / "runs"
+    study = ROOT / "notebooks" / "02_weight_sensitivity.ipynb"
+    assert cli.main(["run", str(study), "-p", "source_run", str(tmp_path), "--out", str(out)]) == 2
+    assert "source_run" in capsys.readouterr().err
+    # notebook 08 grades reference answers: its judge is a reference judge, not an evaluation judge
+    reference = ROOT / "notebooks" / "08_reference_grading.ipynb"
+    assert cli.main(["run", str(reference), "-p", "judge", "anthropic:m", "--out", str(out)]) == 2
+    assert "unknown reference judge" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_parameter_kinds_come_from_the_defaults():
+    defaults = notebook_parameters(NOTEBOOK)
+    # values as typed after -p: text parameters keep their text, a YAML null is None
+    parsed = parse_cli_parameters([["run_name", "2024"], ["rubric", "1.10"], ["labels_file", "null"],
+                                   ["limit", "3"], ["max_cost_usd", "2"]], defaults)
+    assert parsed == {"run_name": "2024", "rubric": "1.10", "labels_file": None, "limit": 3, "max_cost_usd": 2}
+    assert check_parameter_types(NOTEBOOK, {"run_name": 2024, "max_cost_usd": 2, "limit": None}, defaults) == \
+        {"run_name": "2024", "max_cost_usd": 2, "limit": None}
+    for name, value in (("limit", True), ("limit", "8"), ("max_cost_usd", "cheap"), ("batch", 1), ("seed", None)):
+        with pytest.raises(ParameterValueError, match=f"parameter {name} "):
+            check_parameter_types(NOTEBOOK, {name: value}, defaults)
+    assert parameter_kind("horizons", [0, None]) == ("list", False)
+    with pytest.raises(ParameterValueError, match="a list"):
+        check_parameter_types("nb.ipynb", {"horizons": 20}, {"horizons": [0, 20]})
+
+
+def test_a_manifest_the_notebook_leaves_unreadable_is_a_warning_not_silence(tmp_path):
+    params = new_code_cell("run_dir = None")
+    params.metadata["tags"] = ["parameters"]
+    nb = new_notebook(cells=[params, new_code_cell(
+        "from pathlib import Path\nPath(run_dir, 'manifest.json').write_text('{broken')")],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    source = tmp_path / "breaks_manifest.ipynb"
+    nbformat.write(nb, source)
+    result = run_notebook(source, out_dir=tmp_path / "runs", export_html=False)
+    manifest = json.loads((result.run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["kind"] == "notebook"
+    assert any("manifest.json the notebook left could not be read" in w for w in manifest["warnings"])

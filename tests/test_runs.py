@@ -488,3 +488,16 @@ def test_several_judge_samples_give_one_row_per_segment_and_sample(tmp_path, evi
     assert s["segments"] == 15 and s["rows"] == 30 and "several judge samples" in summaries.format_summary(s)
     again = rescore(res.run_dir, Rubric.default(), figures=False)
     pd.testing.assert_frame_equal(again.results[SCORE_COLUMNS], res.results[SCORE_COLUMNS])
+
+
+def test_a_run_folder_whose_manifest_cannot_be_read_is_noted_in_the_new_manifest(tmp_path, evidence):
+    """The notebook runner writes a ``running`` manifest first; evaluate into that folder keeps its notebook
+    record. A manifest it cannot read is replaced, and the replacement says so (it was silently dropped)."""
+    folder = tmp_path / "runs" / "2026-01-01T000000Z_nb"
+    folder.mkdir(parents=True)
+    (folder / "manifest.json").write_text('{"run_id": "x", "status": "running"', encoding="utf-8")
+    run = run_eval(evidence, ScriptedJudge(), tmp_path / "runs", run_dir=folder)
+    assert run.manifest.status == "complete"
+    (note,) = [w for w in run.manifest.warnings if "could not be read" in w]
+    assert "2026-01-01T000000Z_nb" in note and "ValidationError" in note
+    assert note in json.loads((folder / "manifest.json").read_text())["warnings"]

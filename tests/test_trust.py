@@ -318,11 +318,14 @@ def test_the_evaluation_notebook_on_an_empty_file_fails_with_exit_5(tmp_path):
 
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
-    result = run_notebook(ROOT / "notebooks" / "01_evaluate.ipynb", {"turns_file": str(empty), "labels_file": None},
-                          out_dir=tmp_path / "runs", export_html=False)
-    assert result.status == "failed" and "NoValidTurnsError" in result.error and "KeyError" not in result.error
-    assert result.exit_code() == EXIT_NO_VALID_TURNS
-    assert result.manifest.failure == "no_valid_turns"
+    # checked before the kernel starts (issue 19): nothing is written, the CLI exits 5
+    with pytest.raises(NoValidTurnsError, match="empty"):
+        run_notebook(ROOT / "notebooks" / "01_evaluate.ipynb", {"turns_file": str(empty), "labels_file": None},
+                     out_dir=tmp_path / "runs", export_html=False)
+    assert not (tmp_path / "runs").exists()
+    assert cli.main(["run", "notebooks/01_evaluate.ipynb", "-p", "turns_file", str(empty), "-p", "labels_file",
+                     "null", "--out", str(tmp_path / "runs")]) == EXIT_NO_VALID_TURNS
+    assert not (tmp_path / "runs").exists()
 
 
 def test_a_cold_evaluate_of_distinct_copies_misses_the_cache_on_every_segment(tmp_path):

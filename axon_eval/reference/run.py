@@ -48,7 +48,7 @@ import pandas as pd
 
 from ..runs.batch import batch_info, registry_dir
 from ..runs.budget import is_paid, unpriced_models
-from ..runs.evaluate import BUDGET_ERROR, fail_run, judge_provenance, record_git
+from ..runs.evaluate import BUDGET_ERROR, fail_run, judge_provenance, read_existing_manifest, record_git
 from ..runs.io import (
     default_cache_path,
     default_runs_dir,
@@ -432,12 +432,11 @@ def grade_reference(questions_file: str | Path, responses_file: str | Path, judg
         "response_ids": list(response_ids or []) or None, "max_cost_usd": max_cost_usd,
         "concurrency": concurrency, "batch": bool(batch), "name": RUN_NAME, **dict(params or {})}))
     provenance = judge_provenance(judge_obj)
-    existing = None
-    if (folder / "manifest.json").exists():
-        with contextlib.suppress(Exception):
-            existing = RunManifest.read(folder)
+    existing, unreadable = read_existing_manifest(folder)
     manifest = existing or RunManifest(run_id=folder.name, status="running", kind="reference", name=RUN_NAME,
                                        packages=package_versions(), started_at=iso(started))
+    if unreadable:
+        manifest.warnings.append(unreadable)
     manifest.judge_id, manifest.judge_model = judge_obj.judge_id, judge_obj.model
     manifest.judge_spec = redact_secrets(spec or judge_spec(judge_obj))
     manifest.prompt_version = judge_obj.prompt_version

@@ -284,21 +284,34 @@ def _rubric_record(rubric: Rubric) -> dict[str, Any]:
 
 
 def _prepare_dir(run_dir: str | Path | None, out_dir: Path, name: str, judge: str | None,
-                 started: datetime) -> tuple[Path, dict[str, Any] | None, bool]:
+                 started: datetime) -> tuple[Path, dict[str, Any] | None, bool, str | None]:
     """The run folder to write (fresh, or a given one that holds no results yet), any notebook info
-    already in its manifest (written there by :mod:`axon_eval.runner`), and whether params.json exists."""
+    already in its manifest (written there by :mod:`axon_eval.runner`), whether params.json exists, and
+    a warning when that manifest could not be read (:func:`read_existing_manifest`)."""
     if run_dir is None:
-        return new_run_dir(out_dir, name, judge, now=started), None, False
+        return new_run_dir(out_dir, name, judge, now=started), None, False, None
     folder = Path(run_dir)
     folder.mkdir(parents=True, exist_ok=True)
+def read_existing_manifest(folder: Path) -> tuple[RunManifest | None, str | None]:
+    """The manifest already in ``folder`` (the notebook runner's, or a study's) and ``None``, or ``None``
+    and a warning saying why it could not be read (it is then replaced, and the run says so); ``(None,
+    None)`` when there is none."""
+    if not (folder / "manifest.json").exists():
+        return None, None
+    try:
+        return RunManifest.read(folder), None
+    except Exception as exc:  # a broken manifest is reported in the one that replaces it, never ignored
+        reason = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ''}"
+        return None, (f"the manifest.json already in {folder.name} could not be read ({reason.strip()}); it was "
+                      "replaced, so what it recorded (the notebook, its parameters) is missing here")
+
+
     taken = [p.name for p in (folder / "results.parquet", folder / "verdicts.jsonl") if p.exists()]
     if taken:
         raise FileExistsError(f"run folder {folder} already holds {taken}; runs are never overwritten")
-    notebook = None
-    if (folder / "manifest.json").exists():
-        with contextlib.suppress(Exception):
-            notebook = RunManifest.read(folder).notebook
-    return folder, notebook, (folder / "params.json").exists()
+    existing, warning = read_existing_manifest(folder)
+    notebook = existing.notebook if existing is not None else None
+    return folder, notebook, (folder / "params.json").exists(), warning
 
 
 def fail_run(folder: Path, manifest: RunManifest, exc: BaseException) -> None:
@@ -459,7 +472,7 @@ def evaluate(
     turn_iter = _limited(itertools.chain([first] if first is not None else [], stream), limit)
 
     out = Path(out_dir) if out_dir is not None else (Path(run_dir).parent if run_dir is not None else default_runs_dir())
-    folder, notebook, has_params = _prepare_dir(run_dir, out, name, judge_label(judge), started)
+    folder, notebook, has_params, unreadable = _prepare_dir(run_dir, out, name, judge_label(judge), started)
     root = repository_root()
     rel = lambda p: relative_to_root(p, root)  # noqa: E731 - a tiny local alias
     call_params = {
@@ -499,6 +512,8 @@ def evaluate(
         if other_prompts:
             manifest.warnings.append(f"the rubric names prompt {rubric.prompt_version!r} but the judge uses "
                                      f"{', '.join(other_prompts)}: its verdicts are not the rubric's")
+        if unreadable:
+            manifest.warnings.append(unreadable)
         if not has_params:
             write_json(folder / "params.json", merged_params)
         manifest.write(folder)
