@@ -15,7 +15,15 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from .evidence import EvidenceFileError, load_turns, split_segments, trajectory_facts, turn_json_schema
+from .evidence import (
+    EvidenceFileError,
+    describe_invalid_lines,
+    invalid_lines,
+    load_turns,
+    split_segments,
+    trajectory_facts,
+    turn_json_schema,
+)
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -43,7 +51,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         "file": str(args.turns),
         "valid_turns": len(turns),
         "segments": len(segments),
-        "invalid_lines": len(invalid),
+        "invalid_lines": len(invalid_lines(invalid)),
+        "invalid_problems": len(invalid),
         "no_answer_captured": sum(t.answer is None for t in turns),
         "turns_with_fact": dict(facts),
         "by_region": dict(Counter(t.region for t in turns)),
@@ -55,11 +64,13 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         json.dump(report, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        print(f"{args.turns}: {len(turns)} valid turns ({len(segments)} segments), {len(invalid)} invalid line record(s)")
+        problems = f" ({len(invalid)} problems)" if len(invalid) != report["invalid_lines"] else ""
+        print(f"{args.turns}: {len(turns)} valid turns ({len(segments)} segments), "
+              f"{report['invalid_lines']} invalid line(s){problems}")
         for key in ("no_answer_captured", "turns_with_fact", "by_region", "by_surface", "by_client"):
             print(f"  {key}: {report[key]}")
-        for i in invalid:
-            print(f"  INVALID {i}")
+        for text in describe_invalid_lines(invalid):
+            print(f"  INVALID {args.turns}: {text}")
     if not turns:
         print(f"error: {args.turns} holds no valid turn", file=sys.stderr)
         return 5

@@ -11,6 +11,8 @@ Public names
 ------------
 ``Turn``, ``ToolStep``, ``SqlStep``    pydantic v2 models of DESIGN §3 (``schema_version`` 1 or 2)
 ``load_turns(path)``                    -> ``(turns, invalid)``; every bad line becomes an ``InvalidTurn``
+``invalid_lines(invalid)``              -> ``{line: ["field: problem", ...]}`` (count bad *lines* with ``len``)
+``describe_invalid_lines(invalid)``     one text per bad line listing all of its problems
 ``parse_turn_lines(lines)``             the same on an iterable of strings or bytes
 ``iter_turns(path)``                    streams ``Turn`` / ``InvalidTurn`` records line by line
 ``split_segments(turn)``                bundled questions -> ``Segment`` records (``turn_id#k``)
@@ -37,7 +39,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -340,6 +342,41 @@ def load_turns(path: str | Path) -> tuple[list[Turn], list[InvalidTurn]]:
     for item in iter_turns(path):
         (turns if isinstance(item, Turn) else invalid).append(item)
     return turns, invalid
+
+
+def _invalid_fields(record: InvalidTurn | Mapping[str, Any]) -> tuple[int, str, str, str | None]:
+    if isinstance(record, InvalidTurn):
+        return record.line, record.field, record.message, record.turn_id
+    return int(record["line"]), str(record.get("field") or "<line>"), str(record.get("message") or ""), \
+        record.get("turn_id")
+
+
+def invalid_lines(invalid: Iterable[InvalidTurn | Mapping[str, Any]]) -> dict[int, list[str]]:
+    """The problems of invalid records grouped by their line: ``{line: ["field: message", ...]}``, lines
+    ascending, each line's problems in the order they were found.
+
+    One bad line may yield several :class:`InvalidTurn` records (one per field problem), so the number
+    of bad lines is ``len(invalid_lines(invalid))``, not ``len(invalid)``. Accepts the records or their
+    :meth:`InvalidTurn.to_dict` dicts (a run's ``invalid.jsonl``), all from one file.
+    """
+    grouped: dict[int, list[str]] = {}
+    for record in invalid:
+        line, field, message, _ = _invalid_fields(record)
+        grouped.setdefault(line, []).append(f"{field}: {message}")
+    return dict(sorted(grouped.items()))
+
+
+def describe_invalid_lines(invalid: Iterable[InvalidTurn | Mapping[str, Any]]) -> list[str]:
+    """One text per bad line, lines ascending: ``"line 3 (turn eu-0001): answer: ...; steps.0.status: ..."``
+    (the turn id when the line named one). See :func:`invalid_lines`."""
+    records = list(invalid)
+    turn_of: dict[int, str] = {}
+    for record in records:
+        line, _, _, tid = _invalid_fields(record)
+        if tid and line not in turn_of:
+            turn_of[line] = tid
+    return [f"line {line}" + (f" (turn {turn_of[line]})" if line in turn_of else "") + ": " + "; ".join(problems)
+            for line, problems in invalid_lines(records).items()]
 
 
 def iter_json_lines(turns: Iterable[Turn]) -> Iterator[str]:

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .evidence import describe_invalid_lines, invalid_lines
 from .rubric import BANDS, CAP_FACTS, DIMENSIONS, Rubric
 from .scoring import f_describe
 
@@ -487,7 +488,8 @@ def summarise(results: pd.DataFrame, *, invalid: Iterable[Any] = (), rubric: Rub
     ``repeated``            True when some segment has several samples (scores are then per-segment means)
     ``judged`` / ``unjudged`` segments with at least one / no judged sample
     ``failed_samples``      unjudged samples of judged segments (left out of their segment's mean)
-    ``invalid``             invalid input line records
+    ``invalid``             invalid input lines (distinct lines: one line may have several problems)
+    ``invalid_problems``    invalid input line records (one per problem found)
     ``band_counts`` / ``band_shares``  segments per band of the (mean) score; shares of the judged segments
     ``band_varies``         ``{"count", "share", "of"}``: segments whose judged samples' bands differ, of
                             the ``of`` segments with two or more judged samples (share ``None`` when none)
@@ -542,7 +544,8 @@ def summarise(results: pd.DataFrame, *, invalid: Iterable[Any] = (), rubric: Rub
         "judged": n_judged,
         "unjudged": len(segments) - n_judged,
         "failed_samples": int(j["n_failed"].sum()) if n_judged else 0,
-        "invalid": len(invalid_rows),
+        "invalid": len(invalid_lines(invalid_rows.to_dict("records"))),
+        "invalid_problems": len(invalid_rows),
         "band_counts": {b: int(counts[b]) for b in BANDS},
         "band_shares": {b: (float(counts[b] / n_judged) if n_judged else None) for b in BANDS},
         "band_varies": {"count": int(multi["band_varies"].sum()),
@@ -595,7 +598,9 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     failed = summary.get("failed_samples", 0)
     lines.append(f"segments: {n_segments}{samples}  judged: {summary['judged']}  "
                  f"unjudged: {summary['unjudged']}" + (f"  failed samples: {failed}" if failed else "")
-                 + f"  invalid input lines: {summary['invalid']}")
+                 + f"  invalid input lines: {summary['invalid']}"
+                 + (f" ({summary['invalid_problems']} problems)"
+                    if summary.get("invalid_problems", summary["invalid"]) != summary["invalid"] else ""))
     parts = [f"{b} {summary['band_counts'][b]}" + _share(summary["band_shares"][b]) for b in BANDS]
     basis = " (band of each segment's mean score)" if summary.get("repeated") else ""
     lines.append("bands: " + ", ".join(parts) + basis)
@@ -629,9 +634,8 @@ def format_summary(summary: Mapping[str, Any]) -> str:
         lines.append(f"  UNJUDGED {item['segment_id']}: {item.get('error')}")
     for item in summary.get("failed_sample_items") or ():
         lines.append(f"  FAILED SAMPLE {item['segment_id']} sample {item.get('sample_index')}: {item.get('error')}")
-    for item in summary["invalid_items"]:
-        tid = f" (turn {item['turn_id']})" if item.get("turn_id") else ""
-        lines.append(f"  INVALID line {item['line']}{tid}: {item['field']}: {item['message']}")
+    for text in describe_invalid_lines(summary["invalid_items"]):
+        lines.append(f"  INVALID {text}")
     return "\n".join(lines)
 
 

@@ -1,4 +1,5 @@
-"""Loading, validation errors, segment splitting, trajectory facts and event assembly."""
+"""Loading, validation errors (counted and listed per line), segment splitting, trajectory facts and
+event assembly."""
 
 from __future__ import annotations
 
@@ -9,7 +10,13 @@ import pytest
 
 from axon_eval import load_turns, split_segments, trajectory_facts
 from axon_eval.events import assemble_turns, load_events, turn_to_events
-from axon_eval.evidence import Turn, split_questions, turn_json_schema
+from axon_eval.evidence import (
+    Turn,
+    describe_invalid_lines,
+    invalid_lines,
+    split_questions,
+    turn_json_schema,
+)
 
 
 def turn_dict(turn_id="eu-0001", **over):
@@ -49,6 +56,59 @@ def test_mixed_file_keeps_valid_turns_and_reports_each_bad_line(tmp_path):
     assert by_line[5].field == "steps.1.status" and "exploded" in by_line[5].message
     assert by_line[7].field == "turn_id" and "duplicate" in by_line[7].message and "line 1" in by_line[7].message
     assert str(path) in str(by_line[2]) and ":2" in str(by_line[2])
+
+
+def _two_bad_lines_four_problems(tmp_path):
+    """Lines 2 and 4 are bad with two problems each (issue 19 item 13); line 3 is blank."""
+    bad_a = turn_dict("eu-0002", answer=5)
+    bad_a["steps"][1]["status"] = "weird"
+    bad_b = {k: v for k, v in turn_dict("eu-0004", region=7).items() if k != "question"}
+    path = tmp_path / "two_bad.jsonl"
+    path.write_text("\n".join([json.dumps(turn_dict("eu-0001")), json.dumps(bad_a), "", json.dumps(bad_b),
+                               json.dumps(turn_dict("eu-0005"))]) + "\n", encoding="utf-8")
+    return path
+
+
+def test_invalid_records_are_grouped_per_line(tmp_path):
+    turns, invalid = load_turns(_two_bad_lines_four_problems(tmp_path))
+    assert [t.turn_id for t in turns] == ["eu-0001", "eu-0005"]
+    assert len(invalid) == 4  # records: one per field problem
+    grouped = invalid_lines(invalid)
+    assert len(grouped) == 2  # lines
+    assert list(grouped) == [2, 4]
+    # fields in the model's order (region before question; answer before steps)
+    assert [[p.split(": ")[0] for p in problems] for problems in grouped.values()] == [
+        ["answer", "steps.1.status"], ["region", "question"]]
+    assert grouped == {i.line: [f"{j.field}: {j.message}" for j in invalid if j.line == i.line] for i in invalid}
+    # the dicts of a run's invalid.jsonl group the same way
+    assert invalid_lines([i.to_dict() for i in invalid]) == grouped
+    texts = describe_invalid_lines(invalid)
+    assert len(texts) == 2
+    assert texts[0].startswith("line 2 (turn eu-0002): answer: ") and "; steps.1.status: " in texts[0]
+    assert texts[1].startswith("line 4 (turn eu-0004): region: ") and "; question: " in texts[1]
+    assert "'weird'" in texts[0]
+
+
+def test_validate_and_evaluate_count_bad_lines_not_problems(tmp_path, capsys):
+    from axon_eval.cli import main
+
+    path = _two_bad_lines_four_problems(tmp_path)
+    assert main(["validate", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "2 valid turns (2 segments), 2 invalid line(s) (4 problems)" in out
+    invalid_out = [line for line in out.splitlines() if "INVALID" in line]
+    assert len(invalid_out) == 2 and f"INVALID {path}: line 2 (turn eu-0002): answer: " in invalid_out[0]
+    assert main(["validate", str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["invalid_lines"], report["invalid_problems"], len(report["invalid"])) == (2, 4, 4)
+
+    assert main(["evaluate", "--turns", str(path), "--judge", "heuristic", "--out", str(tmp_path / "runs"),
+                 "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "invalid input lines: 2 (4 problems)" in out
+    assert "2 invalid input line(s)" in out
+    listed = [line.strip() for line in out.splitlines() if "INVALID" in line]
+    assert [x.split(":")[0] for x in listed] == ["INVALID line 2 (turn eu-0002)", "INVALID line 4 (turn eu-0004)"]
 
 
 def test_row_shape_errors_are_reported():

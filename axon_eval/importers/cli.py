@@ -39,7 +39,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from ..evidence import EvidenceFileError, load_turns
+    from ..evidence import EvidenceFileError, invalid_lines, load_turns
     from . import write_otlp
 
     try:
@@ -48,7 +48,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     write_otlp(turns, args.out)
-    print(f"wrote {len(turns)} turn(s) as OTLP JSON to {args.out} ({len(invalid)} invalid line record(s) skipped)")
+    print(f"wrote {len(turns)} turn(s) as OTLP JSON to {args.out} ({len(invalid_lines(invalid))} invalid line(s) "
+          "skipped)")
     return 0 if turns else EXIT_NO_TURNS
 
 

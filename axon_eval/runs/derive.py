@@ -8,6 +8,7 @@ import itertools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..evidence import invalid_lines
 from ..rubric import Rubric
 from .evaluate import RunWriter, evaluate, fail_run, record_git
 from .io import file_sha256, iso, new_run_dir, to_jsonable, utc_now, write_json, write_jsonl
@@ -129,7 +130,7 @@ def rescore(
         rubric_id=rubric.id, rubric_name=rubric.name, rubric=rubric.model_dump(mode="json"),
         packages=package_versions(), input_files=dict(sm.input_files), turns_file=sm.turns_file,
         params=redact_secrets(to_jsonable(params)), seed=sm.seed, started_at=iso(started),
-        counts=RunCounts(invalid=len(source.invalid)), source_run=str(source.run_dir), warnings=warnings,
+        counts=RunCounts(invalid=len(invalid_lines(source.invalid))), source_run=str(source.run_dir), warnings=warnings,
         cache_hits=0, cache_misses=0, cost_usd=0.0,
     )
     writer: RunWriter | None = None
@@ -169,7 +170,7 @@ def rescore(
         (folder / "figures").mkdir(exist_ok=True)
         counts = writer.counts
         counts.turns = sm.counts.turns
-        counts.invalid = len(source.invalid)
+        counts.invalid = len(invalid_lines(source.invalid))
         manifest.counts = counts
         manifest.status, manifest.failure = status_for(counts)
         manifest.ended_at = iso(utc_now())

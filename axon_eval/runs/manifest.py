@@ -53,7 +53,7 @@ class NoValidTurnsError(ValueError):
         self.n_invalid = n_invalid
         shown = "".join(f"\n  {line}" for line in (first or [])[:5])
         more = f"\n  ... and {n_invalid - 5} more" if n_invalid > 5 else ""
-        what = "is empty" if n_invalid == 0 else f"has {n_invalid} invalid line record(s) and no valid turn"
+        what = "is empty" if n_invalid == 0 else f"has {n_invalid} invalid line(s) and no valid turn"
         super().__init__(f"{source} {what}: nothing to judge{shown}{more}")
 
 
