@@ -87,12 +87,27 @@ def test_brackets_are_negative_only_where_a_value_stands():
     assert [n.value for n in ledger] == [314060.72, -69789.79, -35209.07]
 
 
-def test_abbreviated_figures_match_rounded_or_truncated_cells():
+def test_abbreviated_figures_match_rounded_cells_never_truncated_ones():
+    # issue 19 item 4: 1,250,000.5 rounds to $1.25M (precise: 0.5 away) and to $1.3M (49,999.5 away,
+    # more than 1% of it: supported, but said to be too coarse); it does not round to $1.2M (50,000.5
+    # away, more than the half-unit 50,000), which the old truncation rule accepted
     cells = [hc.Cell(1250000.5, ("revenue",), "row", 1, 0)]
-    for text in ("$1.25M", "$1.2M", "$1.3M"):
-        assert hc.number_support(hc.extract_numbers(text)[0], cells)[0] == hc.SUPPORTED, text
+    assert hc.number_support(hc.extract_numbers("$1.25M")[0], cells) == (hc.SUPPORTED, "matches a retrieved value")
+    status, reason = hc.number_support(hc.extract_numbers("$1.3M")[0], cells)
+    assert status == hc.SUPPORTED and reason.startswith("imprecise: ") and "±50,000 (4% of 1,250,000" in reason
+    assert hc.number_support(hc.extract_numbers("$1.2M")[0], cells)[0] == hc.UNSUPPORTED
     assert hc.number_support(hc.extract_numbers("$1.5M")[0], cells)[0] == hc.UNSUPPORTED
     assert hc.number_support(hc.extract_numbers("$125K")[0], cells)[0] == hc.UNSUPPORTED  # scale
+
+
+def test_a_coarse_figure_is_named_in_the_explanation():
+    q, sql = CODE_CASES["retail"][:2]
+    v, _ = judge(make_view(q, [sql_step(sql, ["revenue"], [[1165086.0]])], "Texas brought in $1.2M in 2024."),
+                 "retail")
+    # 1,165,086 rounds to $1.2M (34,914 away: more than 1% = 11,651): supported, but too coarse to verify
+    assert "too coarse to verify" in v.explanation, v.explanation
+    assert "'$1.2M' is shown to ±50,000 (4.3% of 1,165,086)" in v.explanation
+    assert v.answer_faithfulness == 10
 
 
 def test_periods_of_a_question():

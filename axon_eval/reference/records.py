@@ -11,7 +11,8 @@ evidence    a reference query of the question could not be prepared: grading sto
 judge       the judge call failed (HTTP error after retries, timeout, truncated, refusal) or its reply
             could not be parsed
 verify      the judge replied, but its output does not verify (a criterion missing or repeated, a
-            quote not in the response, an unknown reference id)
+            quote not in the response, a numeric claim whose token is not a figure of the response,
+            an unknown reference id)
 budget      not graded: the ``max_cost_usd`` budget would have been exceeded
 ==========  ==========================================================================================
 
@@ -24,8 +25,8 @@ Grade key (:func:`grade_cache_key`), hex SHA-256 of the JSON list::
 criteria), ``evidence_sha256`` every value and row the reference queries returned, ``response_sha256`` the
 response text, ``judge_config_sha256`` the judge's configuration (system prompt and output schema for a
 model judge, its code for the heuristic) and ``GRADING_CODE`` the source of the code that verifies and
-grades (:mod:`.grading`, :mod:`.numeric` and the number parser they use). A stored grade is reused only
-when every part is unchanged. The key is 64 characters of ``[0-9a-f]``.
+grades (:mod:`.grading`, :mod:`.numeric`, the number parser and :mod:`axon_eval.figures`). A stored
+grade is reused only when every part is unchanged. The key is 64 characters of ``[0-9a-f]``.
 
 Units: ``latency_ms`` milliseconds of wall time (retries included); tokens as the API reported them
 (``input_tokens`` billed at the base rate, cache reads / writes separately); ``cost_usd`` US dollars
@@ -45,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .evidence import Evidence
 from .grading import GRADES, Grade
+from .numeric import FAILURES
 from .spec import Question
 
 GradeName = Literal["pass", "fail", "review_required", "error"]
@@ -82,7 +84,7 @@ def source_sha256(*modules: str) -> str:
 def grading_code_sha256() -> str:
     """:func:`source_sha256` of the code that verifies a judge's output and derives the grade."""
     return source_sha256("axon_eval.reference.grading", "axon_eval.reference.numeric",
-                         "axon_eval.judges.heuristic.text")[:16]
+                         "axon_eval.judges.heuristic.text", "axon_eval.figures")[:16]
 
 
 def grade_cache_key(question: Question, evidence: Evidence, response: str, judge_id: str, prompt_version: str,
@@ -146,7 +148,7 @@ class GradeRecord(BaseModel):
 
     @property
     def numeric_failures(self) -> list[dict[str, Any]]:
-        return [c for c in self.numeric if not c.get("within_tolerance")]
+        return [c for c in self.numeric if c.get("error") in FAILURES]
 
     def to_json_line(self) -> str:
         return json.dumps(self.model_dump(mode="json"), ensure_ascii=False, sort_keys=True)

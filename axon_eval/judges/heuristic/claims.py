@@ -3,13 +3,21 @@ the evidence index?
 
 Numeric support (the rule, in one place)
 ----------------------------------------
-A mention written with ``d`` decimals has the tolerance ``tol = 0.5 * 10**-d`` (times the scale word:
-``1.2 million`` -> ``0.05e6``). A cell value ``c`` supports a mention ``v`` when
+The displayed-precision rule is :mod:`axon_eval.figures`, shared with reference grading. A mention
+written with ``d`` decimals has the half-unit ``h = 0.5 * 10**-d`` (times the scale word or suffix:
+``1.2 million`` and ``1.2M`` -> ``0.05e6``). A cell value ``c`` supports a mention ``v`` when rounding
+``c`` to the mention's digits gives ``v``:
 
-* ``|c - v| <= tol``                                  (displayed-precision rounding: 24.6 <- 24.57), or
+* ``|c - v| <= h``                                    (displayed-precision rounding: 24.6 <- 24.57), or
 * the mention is a percentage and the cell is a fraction (``|c| <= 1`` in a column not named as a
-  percentage) and ``|100 c - v| <= tol``                (7.10% <- 0.070989); a fraction cell never
+  percentage) and ``|100 c - v| <= h``                  (7.10% <- 0.070989); a fraction cell never
   supports the same digits read as a percentage (0.58% is NOT supported by 0.5833).
+
+An abbreviation is rounded, never truncated: ``$1.2M`` is not supported by 1,250,000.5 (it rounds to
+``$1.3M``). When the only support is a cell the mention matches by rounding but not to the relative
+fallback (1% of the cell, :data:`axon_eval.figures.RELATIVE_TOLERANCE`: ``$1.3M`` for 1,250,000.5,
+``5k`` for 5,400), the claim is still supported (the answer rounded, it did not invent) but its reason
+starts with ``imprecise:`` and says that the figure is too coarse to verify; the explanation lists it.
 
 Scale is never forgiven: 420 is not 42 and 12,345 is not 1,234.5. Sign: a mention is negative only
 when written with a minus sign (``-12``, ``−12``); an explicit ``+`` or wording that asserts a gain
@@ -34,6 +42,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from ...figures import IMPRECISE, MATCH, MISMATCH, describe_imprecision, displayed_match, shows
 from .evidence_index import Cell, Evidence
 from .lexicon import DEFAULT, INJECTION, SIGNED_PARTS, Lexicon
 from .text import (
@@ -65,6 +74,15 @@ class ClaimCheck:
     start: int
     end: int
 
+    @property
+    def imprecise(self) -> bool:
+        """Supported only by rounding to a precision coarser than the relative fallback (module docstring)."""
+        return self.reason.startswith(IMPRECISE_PREFIX)
+
+
+#: how the reason of a claim supported only at a coarse precision starts
+IMPRECISE_PREFIX = "imprecise: "
+
 
 _NOT_UNITS = frozenset("""
 a an the and or but of in on at to for from by with per than as is was were be are it its this that
@@ -95,17 +113,36 @@ def _unit_columns(unit: str, cells: Sequence[Cell], lexicon: Lexicon = DEFAULT) 
     return None
 
 
-def _matches(m: NumberMention, c: float, fraction: bool) -> bool:
-    """Does the cell value ``c`` support ``m`` (displayed precision; a percentage also as a fraction;
-    basis points as bps, as a percentage or as a fraction)?"""
-    tol = m.tolerance + 1e-9
+def _readings(m: NumberMention, c: float, fraction: bool) -> tuple[float, ...]:
+    """The ways the cell value ``c`` may be read against ``m``: as it is; a fraction as a percentage;
+    for basis points also as a percentage or a fraction."""
     if m.kind == "bps":
-        return any(abs(k * c - m.value) <= tol for k in ((1.0, 100.0, 10000.0) if fraction else (1.0, 100.0)))
+        return tuple(k * c for k in ((1.0, 100.0, 10000.0) if fraction else (1.0, 100.0)))
     if m.percent and fraction:
-        return abs(100.0 * c - m.value) <= tol
-    if m.abbreviated and (c >= 0) == (m.value >= 0):
-        return -tol <= abs(c) - abs(m.value) <= 2 * m.tolerance + 1e-9
-    return abs(c - m.value) <= tol
+        return (100.0 * c,)
+    return (c,)
+
+
+def _match(m: NumberMention, c: float, fraction: bool) -> tuple[str, float]:
+    """How the cell value ``c`` fits ``m`` (:func:`axon_eval.figures.displayed_match` of its best
+    reading): ``(MATCH | IMPRECISE | MISMATCH, the reading)``."""
+    ranked = {MATCH: 0, IMPRECISE: 1, MISMATCH: 2}
+    return min(((displayed_match(m.value, m.tolerance, r), r) for r in _readings(m, c, fraction)),
+               key=lambda sr: (ranked[sr[0]], abs(sr[1] - m.value)))
+
+
+def _matches(m: NumberMention, c: float, fraction: bool) -> bool:
+    """Does the cell value ``c`` support ``m`` by rounding to its digits (precisely or not)?"""
+    return any(shows(m.value, m.tolerance, r) for r in _readings(m, c, fraction))
+
+
+def _with_precision(m: NumberMention, found: Sequence[tuple[float, bool]], reason: str) -> str:
+    """``reason`` as it stands when some ``(cell value, read as a fraction)`` of ``found`` fits ``m``
+    precisely; else prefixed with :data:`IMPRECISE_PREFIX` and saying why the figure is too coarse."""
+    fits = [_match(m, c, fraction) for c, fraction in found]
+    if not fits or any(status == MATCH for status, _ in fits):
+        return reason
+    return f"{IMPRECISE_PREFIX}{reason} only after rounding; {describe_imprecision(m.token, m.tolerance, fits[0][1])}"
 
 
 def _signed_column(column: tuple[str, ...], cells: Sequence[Cell]) -> bool:
@@ -160,7 +197,8 @@ def number_support(m: NumberMention, cells: Sequence[Cell], context: str = "",
         if (m.value > 0 and not m.explicit_sign and tight_negative
                 and all(c.source == "row" and c.value > 0 and _signed_column(c.column, cells) for c in direct)):
             return UNSUPPORTED, f"sign: the rows show +{_fmt_value(direct[0].value)}, a gain, not a loss or fall"
-        return SUPPORTED, "matches a retrieved value"
+        return SUPPORTED, _with_precision(m, [(c.value, as_share and c.fraction) for c in direct],
+                                          "matches a retrieved value")
     if m.value != 0:
         flipped = replace(m, value=-m.value)
         opposite = [c for c in pool if _matches(flipped, c.value, as_share and c.fraction)]
@@ -169,10 +207,12 @@ def number_support(m: NumberMention, cells: Sequence[Cell], context: str = "",
             # the wording around the mention matters only once a cell matches it with the other sign
             positive_words = m.explicit_sign == "+" or bool(lexicon.positive.search(context))
             negative_words = bool(lexicon.negative.search(context))
+            found = [(c.value, as_share and c.fraction) for c in opposite]
             if m.value > 0 and m.explicit_sign != "+" and negative_words and not positive_words:
-                return SUPPORTED, f"magnitude of {shown}, sign carried by the wording"
+                return SUPPORTED, _with_precision(flipped, found, f"magnitude of {shown}, sign carried by the wording")
             if m.value > 0 and m.explicit_sign != "+" and lexicon.outflow.search(context) and not positive_words:
-                return SUPPORTED, f"magnitude of {shown}, an outflow stored as a negative amount"
+                return SUPPORTED, _with_precision(flipped, found,
+                                                  f"magnitude of {shown}, an outflow stored as a negative amount")
             return UNSUPPORTED, f"sign: the rows show {shown}"
     if (stems is None and not m.percent and not m.kind and not m.currency and m.value >= 0
             and float(m.value).is_integer() and m.tolerance <= 0.5 and any(m.value <= n for n in complete_row_counts)):
@@ -226,8 +266,9 @@ def derived_support(m: NumberMention, cells: Sequence[Cell], preceding: str = ""
                         if (direction > 0) != (change > 0):
                             return (f"sign: the rows go from {_fmt_value(a.value)} to {_fmt_value(b.value)}, "
                                     f"a {'fall' if change < 0 else 'rise'}")
-                    return (f"the difference of {_fmt_value(a.value)} and {_fmt_value(b.value)} "
-                            f"(step {step})")
+                    return _with_precision(probe, [(abs(a.value - b.value), a.fraction and b.fraction)],
+                                           f"the difference of {_fmt_value(a.value)} and {_fmt_value(b.value)} "
+                                           f"(step {step})")
     return ""
 
 

@@ -279,6 +279,10 @@ def _explain(view: Any, answer_step: Any, intent: CheckResult, sql_q: CheckResul
             bits.append("could not verify " + ", ".join(
                 f"\"{c.token}\" (in \"{enclosing_text(answer, c.start, c.end)}\")" for c in unverifiable)
                         + " in the shown rows (the result is larger than the rows shown, or its size is unknown)")
+        coarse = [c for c in claims if c.status == SUPPORTED and c.imprecise]
+        if coarse:
+            bits.append("too coarse to verify (consistent with the rows only after rounding): "
+                        + ", ".join(c.reason.split("; ", 1)[-1] for c in coarse))
         bits.extend(faith.findings)
         supported = sum(1 for c in claims if c.status == SUPPORTED)
         head = f"Answer {faith.score}/10: {supported} of {supported + len(unsupported)} checkable claims supported"

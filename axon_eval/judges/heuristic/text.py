@@ -76,8 +76,8 @@ class NumberMention:
     currency: str = ""
     #: the scale factor of a suffix or scale word (``1.2M`` -> 1e6), else 1
     scale: float = 1.0
-    #: written with an abbreviated scale (``1.2M``, ``845K``, ``3.4bn``): it may be truncated as well
-    #: as rounded, so a cell up to one displayed unit above it (in magnitude) also supports it
+    #: written with an abbreviated scale (``1.2M``, ``845K``, ``3.4bn``); read as rounded, never
+    #: truncated, like every figure (:mod:`axon_eval.figures`)
     abbreviated: bool = False
 
     @property
