@@ -30,7 +30,15 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pandas as pd
 
-from ..evidence import InvalidTurn, Turn, iter_turns, split_segments, trajectory_facts
+from ..evidence import (
+    InvalidTurn,
+    Turn,
+    describe_invalid_lines,
+    invalid_lines,
+    iter_turns,
+    split_segments,
+    trajectory_facts,
+)
 from ..rubric import Rubric
 from ..view import EvidenceView, render_view
 from .budget import estimate_cost, estimate_view_cost, is_paid, unpriced_models
@@ -467,8 +475,7 @@ def evaluate(
         for _ in stream:
             pass
         if first is None:
-            raise NoValidTurnsError(source_name, len(invalid_list),
-                                    [f"line {i.get('line')}: {i.get('field')}: {i.get('message')}" for i in invalid_list])
+            raise NoValidTurnsError(source_name, len(invalid_lines(invalid_list)), describe_invalid_lines(invalid_list))
     turn_iter = _limited(itertools.chain([first] if first is not None else [], stream), limit)
 
     out = Path(out_dir) if out_dir is not None else (Path(run_dir).parent if run_dir is not None else default_runs_dir())
@@ -497,7 +504,7 @@ def evaluate(
         judge_provenance=provenance, prompt_version=judge.prompt_version,
         rubric_id=rubric.id, rubric_name=rubric.name, rubric=_rubric_record(rubric),
         packages=package_versions(), params=merged_params, seed=seed, started_at=iso(started),
-        counts=RunCounts(invalid=len(invalid_list)), source_run=rel(source_run) if source_run else None,
+        counts=RunCounts(invalid=len(invalid_lines(invalid_list))), source_run=rel(source_run) if source_run else None,
         notebook=notebook, max_cost_usd=max_cost_usd,
     )
     writer: RunWriter | None = None
@@ -574,7 +581,7 @@ def evaluate(
         for key, value in usage.totals.items():
             setattr(manifest, key, value)
         counts = writer.counts
-        counts.invalid = len(invalid_list)
+        counts.invalid = len(invalid_lines(invalid_list))
         manifest.counts = counts
         manifest.status, manifest.failure = status_for(counts)
         if max_cost_usd is not None and (results["error"].fillna("").str.startswith("not judged: the max_cost_usd")).any():
@@ -589,7 +596,7 @@ def evaluate(
             write_jsonl(folder / "invalid.jsonl", invalid_list)
         if writer is not None:
             manifest.counts = writer.counts
-            manifest.counts.invalid = len(invalid_list)
+            manifest.counts.invalid = len(invalid_lines(invalid_list))
         fail_run(folder, manifest, exc)
         raise
     return Run(run_dir=folder, manifest=manifest, params=manifest.params, results=results,
