@@ -121,16 +121,81 @@ def test_numeric_claims_are_rechecked_by_code():
         Assessment("fig", "pass", "There were -42 orders"), Assessment("why", "pass", "because of the sale."),
         Assessment("extra", "fail"), claims=(NumericClaim("-42", "x", "count"),)))
     assert g.grade == "fail" and g.numeric_failures[0].error == "sign"
-    # a claimed token that is not in the response: the check fails (no dropped sign, no borrowed figure)
+    # a claimed token that is not in the response (no dropped sign, no borrowed figure): the judge's output
+    # does not verify -- an error grade, never a fail of the response (issue 19 item 5)
     g = grade_response(Q, _evidence(), "r", "There were 420 orders, because of the sale.", _out(
         Assessment("fig", "pass", "There were 420 orders"), Assessment("why", "pass", "because of the sale."),
         Assessment("extra", "fail"), claims=(NumericClaim("42", "x", "count"),)))
-    assert g.grade == "fail" and g.numeric_failures[0].error == "token_missing"
+    assert g.grade == "error" and g.numeric[0].error == "token_missing" and not g.numeric_failures
+    assert any("numeric claim '42' on x: token_missing" in r for r in g.reasons)
     # a value criterion passed without any numeric claim: unverifiable
     g = grade_response(Q, _evidence(), "r", RESPONSE, _out(
         Assessment("fig", "pass", "42 orders"), Assessment("why", "pass", "because"), Assessment("extra", "fail"),
         claims=()))
     assert g.grade == "review_required"
+
+
+# -- issue 19 items 4-6: coarse figures, the judge's token formatting, quotes ----------------------------------
+AMOUNT = ReferenceValue(id="rev", name="revenue", unit="currency", sql="SELECT 1")
+RATE = ReferenceValue(id="rate", name="refund rate", unit="percent", sql="SELECT 1")
+Q2 = Question(id="q2", layer="descriptive", text="?", metric="m", population="p", period="2024", tolerance="display",
+              values=(AMOUNT, RATE),
+              criteria=(Criterion(id="rev", text="states revenue", kind="value", value="rev"),
+                        Criterion(id="rate", text="states the refund rate", kind="value", value="rate")))
+
+
+def _grade2(response, revenue, rev_token, rate_token, rev_quote, rate_quote, rate=7.0989):
+    from axon_eval.reference.evidence import Evidence
+    out = JudgeOutput("test", [Assessment("rev", "pass", rev_quote), Assessment("rate", "pass", rate_quote)],
+                      [NumericClaim(rev_token, "rev", "currency"), NumericClaim(rate_token, "rate", "percent")])
+    return grade_response(Q2, Evidence("q2", values={"rev": revenue, "rate": rate}), "r", response, out)
+
+
+RESP2 = "Revenue was about $1M in 2024. The refund rate was 7.10% of orders."
+
+
+def test_a_coarse_figure_is_review_required_and_a_wrong_one_fails():
+    # $1M shows [0.5M, 1.5M] after rounding: 1,004,000 is within 1% (pass); 1,400,000 is consistent only
+    # after rounding, 36% coarse (review required, the grade says why); 1,999,999 rounds to $2M (fail)
+    args = ("$1M", "7.10%", "Revenue was about $1M in 2024", "The refund rate was 7.10% of orders")
+    assert _grade2(RESP2, 1_004_000, *args).grade == "pass"
+    coarse = _grade2(RESP2, 1_400_000, *args)
+    assert coarse.grade == "review_required" and coarse.numeric[0].imprecise and not coarse.numeric_failures
+    assert coarse.reasons == ["criterion rev unverifiable: figure too coarse to verify: '$1M' is shown to ±500,000 "
+                              "(36% of 1,400,000), coarser than the 1% the code verifies to"]
+    wrong = _grade2(RESP2, 1_999_999, *args)
+    assert wrong.grade == "fail" and wrong.numeric_failures[0].error == "out_of_tolerance"
+
+
+@pytest.mark.parametrize("written", ["7.10 %", "7.10 per cent", "7.10 percent", "7.10\u00a0%"])
+def test_the_judges_token_formatting_does_not_fail_a_correct_answer(written):
+    response = f"Revenue was $1,004,000 in 2024. The refund rate was {written} of orders."
+    g = _grade2(response, 1_004_000, "$1,004,000", "7.10%", "Revenue was $1,004,000 in 2024",
+                "The refund rate was 7.10% of orders")  # the judge cites 7.10% and quotes with it
+    assert g.grade == "pass", g.reasons
+    assert g.numeric[1].within_tolerance and g.numeric[1].token == "7.10%"
+
+
+@pytest.mark.parametrize("quote,grade", [
+    ("7", "error"),  # inside 7.10%: not a quote of the response at a word boundary
+    ("7.10%", "review_required"),  # a bare figure shows nothing
+    ("rate was", "review_required"),  # a word or two
+    ("The REFUND rate was 7.10 per cent", "pass"),  # case and unit words normalised
+    ("\u201crefund rate was 7.10%\u201d", "pass"),  # typographic quotes
+])
+def test_quotes_are_verified_on_normalised_text_and_short_ones_are_insufficient(quote, grade):
+    g = _grade2(RESP2, 1_004_000, "$1M", "7.10%", "Revenue was about $1M in 2024", quote)
+    assert g.grade == grade, g.reasons
+    if grade == "review_required":
+        assert g.reasons == [f"criterion rate unverifiable: insufficient quote {quote!r}: a bare figure or a word "
+                             f"or two cannot show the criterion"]
+
+
+def test_a_quote_with_an_em_dash_and_curly_quotes_verifies():
+    response = "Revenue was about $1M in 2024\u2014the \u201cTanks & Kits\u201d refund rate was 7.10%."
+    g = _grade2(response, 1_004_000, "$1M", "7.10%", "revenue was about $1M in 2024 -- the",
+                'the "Tanks & Kits" refund rate was 7.10 %')  # plain marks, ASCII dashes, a spaced %
+    assert g.grade == "pass", g.reasons
 
 
 def test_missing_evidence_stops_grading():
