@@ -1,0 +1,385 @@
+"""Human-corrected headline figures: prediction-powered inference (PPI++) with power tuning.
+
+When a labelled subset of a run exists, the figures the judge gives (mean score, band shares,
+dimension means) are biased toward the judge's standard. PPI corrects them toward the *human* standard
+the labels define, using every judged segment (Angelopoulos, Bates, Fannjiang, Jordan & Zrnic, Science
+382:669, 2023) with the power-tuning parameter of PPI++ (Angelopoulos, Duchi & Zrnic 2023,
+arXiv:2311.01453). For a mean, with ``n`` labelled segments (human ``Y``, judge ``Yhat``) and ``N``
+unlabelled ones (judge ``Yhat_u``)::
+
+    theta_lam = mean(lam * Yhat_u) + mean(Y - lam * Yhat)
+    se^2      = var(lam * Yhat_u) / N + var(Y - lam * Yhat) / n          (variances with ddof=0)
+    interval  = theta_lam -/+ z * se                                      (two-sided normal)
+
+``lam = 0`` is the labels-only (classical) estimate, ``lam = 1`` plain PPI. The tuned ``lam_hat``
+minimises the variance: ``lam_hat = Cov(Y, Yhat) / ((1 + n/N) Var(Yhat))``, clipped to [0, 1]; the
+covariance is taken over the labelled segments (``ddof=0``), the variance over labelled and unlabelled
+predictions together (``ddof=1``), both of gradients centred at the ``lam = 1`` estimate. This is
+exactly ``ppi_py.ppi_mean_pointestimate`` / ``ppi_mean_ci`` with ``lam=None`` (ppi_py 0.2.3,
+``_calc_lam_glm`` with ``clip=True``); the tests check agreement to 1e-6. With sample weights ``w``
+(normalised to sum to ``n``, as ppi_py does) the point estimate and ``lam_hat`` are still ppi_py's, but
+the variance of a weighted mean is the linearised (Hajek) one, ``mean(w^2 (r - rbar_w)^2) / n``
+(Sarndal, Swensson & Wretman 1992, section 5.7), where ppi_py takes ``var(w r)``, which is not centred
+at the estimate and overstates the variance by about ``mean(r)^2 var(w) / n`` (large for a score near
+60). Without weights the two coincide. When the judge's predictions are constant (``Var(Yhat) = 0``)
+ppi_py divides by zero; here ``lam = 0`` (the judge carries no information).
+
+A **share** is the mean of a band indicator (``Y = 1[human band = b]``, ``Yhat = 1[judge band = b]``).
+
+**Effective labels**: ``n * var(labels-only) / var(PPI)``, how many labels the labels-only estimate
+would need for the PPI interval's width; the judge was worth ``effective_labels - n`` labels.
+
+**Labelling designs.**
+
+* *Simple random sample* (no weights): the unlabelled set is the judged segments without a label, as in
+  ppi_py (labelled and unlabelled disjoint).
+* *Stratified* (``sample-for-labelling`` samples by band, surface and client): **weighted PPI++**, not
+  stratified PPI. Each labelled segment carries its design weight ``w_i = N_h / n_h = 1 / pi_i`` (the
+  inverse of its inclusion probability in its stratum ``h``; ``design.json``'s ``weight``); the imputed
+  term is the judge's mean over *every* judged segment of the run (weight 1), the rectifier the
+  design-weighted mean of ``Y - lam Yhat`` over the labelled ones (ppi_py's point estimate
+  ``ppi_mean_pointestimate(Y, Yhat, Yhat_all, w=w)``). Since ``sum_lab 1/pi_i = N`` it is the survey
+  difference estimator ``lam mean_all(Yhat) + (1/N) sum_lab (Y_i - lam Yhat_i) / pi_i`` (Cochran 1977,
+  section 6.3), unbiased over the design for any fixed ``lam``. Its linearised variance is at least
+  the stratified one ``sum_h W_h^2 s_h^2 / n_h`` (they differ by the spread of the strata's means of
+  ``r`` around the overall one), so it errs on the wide side there; it ignores that the labelled
+  segments are also in the imputed mean (a covariance of relative order ``n/N``). The tests check its
+  coverage by simulation. Stratified PPI (Fisch et al. 2024) would need a variance within every
+  stratum, and the sampler's minimum per stratum is 1.
+
+The unit is the segment: the PPI intervals treat segments as independent (a bundled turn's segments
+are not clustered here; :func:`axon_eval.stats.intervals.headline_intervals` gives the clustered judge
+interval). :data:`PPI_COVERS` says what the intervals cover.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .intervals import CONFIDENCE, HEADLINE_FIGURES, Interval, figure_values, format_value, z_value
+
+#: What the three side-by-side intervals cover, in one sentence.
+PPI_COVERS = ("The labels-only and PPI intervals cover the sampling of turns and of the labelled subset, for "
+              "the standard the human labels define; the judge-only interval covers sampling alone and is "
+              "centred on the judge's standard, so its bias toward the judge is not inside it.")
+#: Fewest labelled segments (with a value) for a corrected figure; below it the row says so.
+MIN_LABELLED = 2
+SRS_DESIGN = "simple random sample (unweighted PPI++; unlabelled = judged segments without a label)"
+WEIGHTED_DESIGN = ("stratified, weighted PPI++ (labelled segments weighted by inverse inclusion probability "
+                   "N_h/n_h; imputed term over every judged segment)")
+
+
+@dataclass(frozen=True)
+class PPIResult:
+    """One PPI(++) mean: ``estimate``, its ``se``, the two-sided normal interval ``lo``..``hi`` at
+    ``confidence``, the ``lam`` used, the labelled ``n_labelled`` and unlabelled ``n_unlabelled``
+    counts and whether sample weights were used."""
+
+    estimate: float
+    lo: float
+    hi: float
+    se: float
+    lam: float
+    n_labelled: int
+    n_unlabelled: int
+    confidence: float
+    weighted: bool = False
+
+    def interval(self, method: str, note: str = "") -> Interval:
+        n = self.n_labelled
+        return Interval(self.estimate, self.lo, self.hi, n, n, method, self.confidence, note=note)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _weights(w: Any, n: int, what: str) -> np.ndarray | None:
+    """ppi_py's normalisation: ``w / sum(w) * n`` (None stays None, meaning all ones)."""
+    if w is None:
+        return None
+    arr = np.asarray(w, dtype=np.float64)
+    if arr.shape != (n,):
+        raise ValueError(f"{what} has shape {arr.shape}, expected ({n},): one weight per value")
+    if not (np.isfinite(arr).all() and (arr > 0).all()):
+        bad = np.flatnonzero(~(np.isfinite(arr) & (arr > 0)))
+        raise ValueError(f"{what} must be finite and > 0; position {int(bad[0])} is {arr[bad[0]]!r}")
+    return arr / arr.sum() * n
+
+
+def ppi_kernel(y: np.ndarray, yhat: np.ndarray, yhat_u: np.ndarray, lam: float | None = None,
+               w: np.ndarray | None = None, w_u: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Vectorised PPI++ over a batch: ``y``/``yhat`` ``(R, n)``, ``yhat_u`` ``(R, N)``, normalised
+    weights ``w`` ``(n,)`` and ``w_u`` ``(N,)`` (or ``None``). Returns ``(estimate, se, lam)``, each
+    ``(R,)``. The formulas are the module docstring's; ``N = 0`` gives the labels-only estimate."""
+    n, n_u = y.shape[-1], yhat_u.shape[-1]
+    wl = np.ones(n) if w is None else w
+    wu = np.ones(n_u) if w_u is None else w_u
+    if n_u == 0:
+        lam_arr = np.zeros(y.shape[0])
+    elif lam is None:
+        theta1 = (wu * yhat_u).mean(-1) + (wl * (y - yhat)).mean(-1)
+        g = wl * (y - theta1[:, None])
+        gh = wl * (yhat - theta1[:, None])
+        gu = wu * (yhat_u - theta1[:, None])
+        cov = (2.0 / n) * ((g - g.mean(-1, keepdims=True)) * (gh - gh.mean(-1, keepdims=True))).sum(-1)
+        pooled = np.concatenate([gh, gu], axis=-1)
+        var = pooled.var(-1, ddof=1)
+        # constant predictions (up to rounding): no information in the judge, lam = 0
+        flat = np.ptp(pooled, axis=-1) <= 1e-12 * np.maximum(np.abs(pooled).max(-1), 1e-300)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lam_arr = np.where(flat | (var <= 0), 0.0, cov / (2.0 * (1.0 + n / n_u) * var))
+        lam_arr = np.clip(lam_arr, 0.0, 1.0)
+    else:
+        lam_arr = np.full(y.shape[0], float(lam))
+    lam_col = lam_arr[:, None]
+    rect = y - lam_col * yhat
+    rect_mean = (wl * rect).mean(-1)
+    # Linearised (Hajek) variance of a weighted mean: mean(w^2 (r - rbar_w)^2) / n; with w = 1 this is
+    # var(r) (ddof=0), ppi_py's. (ppi_py's var(w r) is not centred at the estimate when w varies.)
+    var_est = ((wl * (rect - rect_mean[:, None])) ** 2).mean(-1) / n
+    estimate = rect_mean
+    if n_u:
+        imputed = lam_col * yhat_u
+        imputed_mean = (wu * imputed).mean(-1)
+        estimate = estimate + imputed_mean
+        var_est = var_est + ((wu * (imputed - imputed_mean[:, None])) ** 2).mean(-1) / n_u
+    return estimate, np.sqrt(var_est), lam_arr
+
+
+def _vector(x: Any, what: str, min_len: int = 0) -> np.ndarray:
+    arr = np.asarray(x, dtype=np.float64)
+    if arr.ndim != 1:
+        raise ValueError(f"{what} must be one-dimensional, got shape {arr.shape}")
+    if not np.isfinite(arr).all():
+        bad = np.flatnonzero(~np.isfinite(arr))
+        raise ValueError(f"{what} has {len(bad)} missing/non-finite value(s) (first at position {int(bad[0])}); "
+                         "drop them first: a null is not a 0")
+    if len(arr) < min_len:
+        raise ValueError(f"{what} has {len(arr)} value(s); need at least {min_len}")
+    return arr
+
+
+def ppi_mean(y_labelled: Sequence[float], yhat_labelled: Sequence[float], yhat_unlabelled: Sequence[float], *,
+             lam: float | None = None, w: Sequence[float] | None = None, w_unlabelled: Sequence[float] | None = None,
+             confidence: float = CONFIDENCE) -> PPIResult:
+    """PPI++ estimate and two-sided normal interval of the human-standard mean.
+
+    ``y_labelled`` human values and ``yhat_labelled`` judge values of the same labelled segments (same
+    order), ``yhat_unlabelled`` judge values of the unlabelled set; ``lam=None`` tunes ``lam`` (clipped
+    to [0, 1]), ``lam=1`` is plain PPI, ``lam=0`` the labels-only mean. ``w`` / ``w_unlabelled`` are
+    sample weights as in ppi_py (normalised to sum to their sizes). Equals
+    ``ppi_py.ppi_mean_pointestimate`` and, unweighted, ``ppi_py.ppi_mean_ci(alpha=1 - confidence)`` on
+    the same inputs (weighted, the variance is the linearised one of the module docstring). Needs at
+    least :data:`MIN_LABELLED` labelled values.
+    """
+    y = _vector(y_labelled, "y_labelled", MIN_LABELLED)
+    yhat = _vector(yhat_labelled, "yhat_labelled")
+    yu = _vector(yhat_unlabelled, "yhat_unlabelled")
+    if len(yhat) != len(y):
+        raise ValueError(f"y_labelled has {len(y)} values but yhat_labelled {len(yhat)}; they must pair up")
+    if lam is not None and not 0 <= lam <= 1:
+        raise ValueError(f"lam must be in [0, 1] or None (tuned), got {lam!r}")
+    z = z_value(confidence)
+    wl, wu = _weights(w, len(y), "w"), _weights(w_unlabelled, len(yu), "w_unlabelled")
+    est, se, lam_used = ppi_kernel(y[None, :], yhat[None, :], yu[None, :], lam, wl, wu)
+    e, s = float(est[0]), float(se[0])
+    return PPIResult(e, e - z * s, e + z * s, s, float(lam_used[0]), len(y), len(yu), confidence,
+                     w is not None or w_unlabelled is not None)
+
+
+def classical_mean(y: Sequence[float], *, w: Sequence[float] | None = None, confidence: float = CONFIDENCE) -> PPIResult:
+    """The labels-only (or judge-only) mean with a normal interval: PPI with ``lam = 0``, i.e.
+    ``mean(w y)`` with ``se^2 = mean(w^2 (y - ybar_w)^2) / n`` (``w`` normalised to sum to ``n``).
+    Unweighted this is ``se = sd(y) / sqrt(n)`` (``ddof=0``), ppi_py's ``classical_mean_ci``; weighted,
+    the linearised variance (see the module docstring) where ppi_py takes ``var(w y)``."""
+    arr = _vector(y, "y", MIN_LABELLED)
+    z = z_value(confidence)
+    wl = _weights(w, len(arr), "w")
+    est, se, _ = ppi_kernel(arr[None, :], np.zeros((1, len(arr))), np.zeros((1, 0)), 0.0, wl, None)
+    e, s = float(est[0]), float(se[0])
+    return PPIResult(e, e - z * s, e + z * s, s, 0.0, len(arr), 0, confidence, w is not None)
+
+
+def effective_labels(labels_only: PPIResult, ppi: PPIResult) -> float:
+    """``n * var(labels-only) / var(PPI)``: the labels a labels-only estimate would need to be as
+    precise as the PPI one (``NaN`` when the PPI variance is 0)."""
+    if ppi.se == 0:
+        return math.nan
+    return labels_only.n_labelled * (labels_only.se / ppi.se) ** 2
+
+
+# -- the headline figures of a run, side by side --------------------------------------------------------
+@dataclass(frozen=True)
+class CorrectedFigure:
+    """One headline figure three ways: ``judge_only`` (all judged segments; biased toward the judge),
+    ``labels_only`` (unbiased for the human standard, wide), ``ppi`` (unbiased, narrower), with the
+    tuned ``lam``, the ``effective_labels`` and a ``note``."""
+
+    figure: str
+    kind: str
+    judge_only: Interval
+    labels_only: Interval
+    ppi: Interval
+    lam: float
+    effective_labels: float
+    n_labelled: int
+    n_unlabelled: int
+    design: str
+    note: str = ""
+
+    def row(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"figure": self.figure, "kind": self.kind, "n_labelled": self.n_labelled,
+                               "n_unlabelled": self.n_unlabelled}
+        for prefix, iv in (("judge", self.judge_only), ("labels", self.labels_only), ("ppi", self.ppi)):
+            out.update({f"{prefix}_estimate": iv.estimate, f"{prefix}_lo": iv.lo, f"{prefix}_hi": iv.hi})
+        out["judge_n"] = self.judge_only.n
+        out.update({"lam": self.lam, "effective_labels": self.effective_labels, "design": self.design,
+                    "confidence": self.ppi.confidence, "note": self.note})
+        return out
+
+
+CORRECTED_COLUMNS: tuple[str, ...] = (
+    "figure", "kind", "n_labelled", "n_unlabelled", "judge_estimate", "judge_lo", "judge_hi", "labels_estimate",
+    "labels_lo", "labels_hi", "ppi_estimate", "ppi_lo", "ppi_hi", "judge_n", "lam", "effective_labels", "design",
+    "confidence", "note",
+)
+
+
+def _indexed(frame: pd.DataFrame, key: str, what: str) -> pd.DataFrame:
+    if key not in frame.columns:
+        raise ValueError(f"{what} frame lacks the key column {key!r}; has {list(frame.columns)}")
+    dup = frame[key][frame[key].duplicated()]
+    if len(dup):
+        raise ValueError(f"{what} frame has {len(dup)} duplicated {key}(s), e.g. {dup.iloc[0]!r}; "
+                         "give one row per segment (average several raters first)")
+    return frame.set_index(key, drop=False)
+
+
+def _available(frame: pd.DataFrame, figure: str) -> bool:
+    if figure == "share capped":
+        return "capped" in frame.columns
+    if figure.startswith("share "):
+        return "band" in frame.columns
+    return ("score" if figure == "mean score" else figure.removeprefix("mean ")) in frame.columns
+
+
+def _missing_row(figure: str, kind: str, judge_iv: Interval, n_lab: int, n_unl: int, design: str, note: str,
+                 confidence: float) -> CorrectedFigure:
+    nan = Interval(math.nan, math.nan, math.nan, n_lab, n_lab, "none", confidence, note=note)
+    return CorrectedFigure(figure, kind, judge_iv, nan, nan, math.nan, math.nan, n_lab, n_unl, design, note)
+
+
+def corrected_figures(judge_all: pd.DataFrame, human_labelled: pd.DataFrame, *, key: str = "segment_id",
+                      weight_col: str | None = None, figures: Sequence[str] | None = None,
+                      confidence: float = CONFIDENCE) -> tuple[list[CorrectedFigure], list[str]]:
+    """The records behind :func:`corrected_estimates`, and its notes."""
+    judge = _indexed(judge_all, key, "judge_all")
+    human = _indexed(human_labelled, key, "human_labelled")
+    notes: list[str] = []
+    outside = human.index.difference(judge.index, sort=False)
+    if len(outside):
+        notes.append(f"{len(outside)} labelled segment(s) are not among the judged segments and are left out "
+                     f"(e.g. {list(outside[:3])})")
+    labelled = human.index.intersection(judge.index, sort=False)
+    human = human.loc[labelled]
+    weights = None
+    if weight_col is not None:
+        if weight_col not in human.columns:
+            raise ValueError(f"human_labelled lacks the weight column {weight_col!r}; has {list(human.columns)}")
+        weights = pd.to_numeric(human[weight_col], errors="coerce").to_numpy(dtype=np.float64)
+        _weights(weights, len(weights), f"human_labelled[{weight_col!r}]")  # validates
+    design = SRS_DESIGN if weights is None else WEIGHTED_DESIGN
+    is_labelled = judge.index.isin(labelled)
+    wanted = [f for f, _ in HEADLINE_FIGURES] if figures is None else list(figures)
+    kinds = dict(HEADLINE_FIGURES)
+    out: list[CorrectedFigure] = []
+    for figure in wanted:
+        if figure not in kinds:
+            raise ValueError(f"unknown figure {figure!r}; expected one of {list(kinds)}")
+        kind = kinds[figure]
+        missing = [what for what, frame in (("judge_all", judge), ("human_labelled", human))
+                   if not _available(frame, figure)]
+        if missing:
+            notes.append(f"{figure}: not computed, {' and '.join(missing)} lack(s) its column")
+            continue
+        all_values = figure_values(judge, figure)
+        finite_all = np.isfinite(all_values)
+        judge_iv = classical_mean(all_values[finite_all], confidence=confidence).interval(
+            "normal (CLT), all judged segments") if finite_all.sum() >= MIN_LABELLED else Interval(
+            math.nan, math.nan, math.nan, int(finite_all.sum()), int(finite_all.sum()), "none", confidence)
+        y = figure_values(human, figure)
+        yhat = figure_values(judge.loc[labelled], figure)
+        pair = np.isfinite(y) & np.isfinite(yhat)
+        unl_mask = finite_all & (~is_labelled if weights is None else np.ones(len(judge), dtype=bool))
+        yu = all_values[unl_mask]
+        n_lab, n_unl = int(pair.sum()), int(unl_mask.sum())
+        row_notes = []
+        if (~pair).any():
+            row_notes.append(f"{int((~pair).sum())} labelled segment(s) without a value on both sides left out")
+        if n_lab < MIN_LABELLED:
+            row_notes.append(f"fewer than {MIN_LABELLED} labelled segments with a value: no correction")
+            out.append(_missing_row(figure, kind, judge_iv, n_lab, n_unl, design, "; ".join(row_notes), confidence))
+            continue
+        w = None if weights is None else weights[pair]
+        labels = classical_mean(y[pair], w=w, confidence=confidence)
+        ppi = ppi_mean(y[pair], yhat[pair], yu, w=w, confidence=confidence)
+        note = "; ".join(row_notes)
+        out.append(CorrectedFigure(figure, kind, judge_iv, labels.interval("normal (CLT), labels only", note),
+                                   ppi.interval("PPI++ normal (power-tuned)", note), ppi.lam,
+                                   effective_labels(labels, ppi), n_lab, n_unl, design, note))
+    return out, notes
+
+
+def corrected_estimates(judge_all: pd.DataFrame, human_labelled: pd.DataFrame, *, key: str = "segment_id",
+                        weight_col: str | None = None, figures: Sequence[str] | None = None,
+                        confidence: float = CONFIDENCE) -> pd.DataFrame:
+    """The headline figures judge-only, labels-only and PPI++ side by side, one row per figure.
+
+    ``judge_all``: one row per judged segment of the run (e.g.
+    :func:`axon_eval.stats.intervals.headline_segments`), columns ``key``, ``score``, ``band``, the
+    dimensions and optionally ``capped``. ``human_labelled``: one row per labelled segment with the
+    human values under the same column names (a consensus of raters, scored by the rubric), and for a
+    stratified design a ``weight_col`` holding each segment's design weight ``N_h / n_h``. The judge's
+    values of the labelled segments are taken from ``judge_all`` by ``key``, so the pairs cannot be
+    misaligned. A figure whose column either frame lacks is skipped and named in ``attrs["notes"]``;
+    labelled segments the judge did not judge are left out and counted there too.
+
+    Columns :data:`CORRECTED_COLUMNS`: ``judge_*`` (CLT over all judged segments), ``labels_*``
+    (:func:`classical_mean`), ``ppi_*`` (:func:`ppi_mean`, power-tuned), ``lam``, ``effective_labels``,
+    ``n_labelled``, ``n_unlabelled`` (judge values in the imputed term), ``design`` and ``note``.
+    Shares are fractions. ``attrs``: ``design``, ``confidence``, ``notes``, ``covers`` (:data:`PPI_COVERS`).
+    """
+    records, notes = corrected_figures(judge_all, human_labelled, key=key, weight_col=weight_col, figures=figures,
+                                       confidence=confidence)
+    frame = pd.DataFrame([r.row() for r in records], columns=list(CORRECTED_COLUMNS))
+    frame.attrs.update({"design": SRS_DESIGN if weight_col is None else WEIGHTED_DESIGN,
+                        "confidence": confidence, "notes": notes, "covers": PPI_COVERS})
+    return frame
+
+
+def format_corrected(table: pd.DataFrame) -> list[str]:
+    """One line per figure of :func:`corrected_estimates` for people (shares as percentages)."""
+    lines = []
+    for r in table.itertuples(index=False):
+        share = r.kind == "share"
+
+        def iv(prefix: str) -> str:
+            est, lo, hi = (getattr(r, f"{prefix}_{k}") for k in ("estimate", "lo", "hi"))
+            if math.isnan(est):
+                return "-"
+            lo_s = format_value(lo, share=share)
+            return f"{format_value(est, share=share)} ({lo_s.removesuffix('%') if share else lo_s}-" \
+                   f"{format_value(hi, share=share)})"
+
+        eff = "" if math.isnan(r.effective_labels) else (f"; PPI is as precise as {r.effective_labels:.0f} labels "
+                                                           f"alone ({r.n_labelled} labelled)")
+        lines.append(f"{r.figure}: judge only {iv('judge')}, labels only {iv('labels')}, PPI {iv('ppi')}{eff}")
+    lines.extend(table.attrs.get("notes", []))
+    lines.append(table.attrs.get("covers", PPI_COVERS))
+    return lines
