@@ -378,9 +378,27 @@ def horizon_curves(summary: pd.DataFrame, *, simulated: bool = False) -> Figure:
     for ax in (a, b, c):
         ax.legend(fontsize=8)
     n = int(summary["n_segments"].max()) if "n_segments" in summary and len(summary) else 0
-    fig.suptitle(_h04_title(f"Row horizon: what each sampler shows the judge ({n} segments, constructed labels)",
-                            simulated), fontsize=11)
+    title = _h04_title(f"Row horizon: what each sampler shows the judge ({n} segments, constructed labels)", simulated)
+    note = horizon_unjudged_note(summary)
+    fig.suptitle(title + (f"\n{note}" if note else ""), fontsize=11)
     return fig
+
+
+def horizon_unjudged_note(summary: pd.DataFrame) -> str:
+    """The sentence a horizon figure carries when some judgements are missing (``defects_unjudged`` /
+    ``correct_unjudged`` of :func:`axon_eval.stats.horizon.horizon_summary`), else ``""``: unjudged items
+    are not drawn as caught, missed or penalised."""
+    parts = []
+    for column, what in (("defects_unjudged", "seeded defect(s) beyond the horizon"),
+                         ("correct_unjudged", "correct answer(s)")):
+        if column in summary.columns:
+            total = int(pd.to_numeric(summary[column], errors="coerce").fillna(0).sum())
+            if total:
+                parts.append(f"{total} {what}")
+    if not parts:
+        return ""
+    return ("NOT JUDGED (summed over the horizons): " + " and ".join(parts)
+            + "; left out of caught, missed and penalised")
 
 
 def horizon_prompt_size(summary: pd.DataFrame, *, simulated: bool = False) -> Figure:

@@ -664,9 +664,13 @@ class LabelsComparison:
         """One sentence, band first: ``score band vs labels (Cohen's kappa) 0.62 (95% CI ..., n 97) ...``."""
         def fig(name: str, e: Any) -> str:
             return (f"{name} {fmt_number(e.value, 2)} (95% CI {fmt_interval(*e.ci, digits=2)}, n {e.n})")
-        gate = ("meets" if self.band_kappa.value >= self.gate else "does not meet")
-        return (f"{fig(BAND_KAPPA_NAME, self.band_kappa)}: the rubric's figure, the one to publish; it {gate} the "
-                f"gate of kappa >= {fmt_number(self.gate)} before comparative claims. Beside it, "
+        if is_missing(self.band_kappa.value):
+            gate = (f"it is undefined (the band or the labels use one category only), so the gate of kappa >= "
+                    f"{fmt_number(self.gate)} cannot be checked")
+        else:
+            gate = (f"it {'meets' if self.band_kappa.value >= self.gate else 'does not meet'} the gate of "
+                    f"kappa >= {fmt_number(self.gate)} before comparative claims")
+        return (f"{fig(BAND_KAPPA_NAME, self.band_kappa)}: the rubric's figure, the one to publish; {gate}. Beside it, "
                 f"{fig(VERDICT_KAPPA_NAME, self.verdict_kappa)}: what the judge itself concludes.")
 
     def table(self) -> pd.DataFrame:

@@ -125,6 +125,66 @@ def test_compare_samplers_says_why_the_goal_is_missed():
     assert any("flags 1 correct answers, head 0" in r for r in c2.reasons)
 
 
+def unjudge(frame: pd.DataFrame, sampler: str, horizon: int, segment: str) -> None:
+    """Make one (sampler, horizon, segment) row of a hand-made table unjudged, as evaluate_horizons does."""
+    at = (frame["sampler"] == sampler) & (frame["horizon"] == horizon) & (frame["segment_id"] == segment)
+    frame.loc[at, ["band", "judge_verdict"]] = None
+    frame.loc[at, "score"] = math.nan
+    frame.loc[at, "flagged"] = pd.NA
+    frame.loc[at, "status"] = "unjudged"
+
+
+def unjudged_table() -> pd.DataFrame:
+    frame = results_frame()
+    frame["flagged"] = frame["flagged"].astype("boolean")
+    frame["status"] = "judged"
+    unjudge(frame, "head", 20, "d1")  # a defect beyond the horizon (row 30 of 100)
+    unjudge(frame, "head", 20, "c1")  # the correct answer
+    return frame
+
+
+def test_an_unjudged_defect_is_not_missed_and_an_unjudged_correct_answer_is_not_spared():
+    s = horizon_summary(unjudged_table(), labels_frame()).set_index(["sampler", "horizon_label"])
+    head = s.loc[("head", "20")]
+    # beyond 20 rows: d1 (unjudged) and d3 (judged good/good, not flagged). Before: missed 2, unjudged not counted.
+    assert (head["defects_beyond"], head["defects_caught"], head["defects_missed"], head["defects_unjudged"]) \
+        == (2, 0, 1, 1)
+    assert head["defects_beyond"] == head["defects_caught"] + head["defects_missed"] + head["defects_unjudged"]
+    # c1 was flagged when judged; unjudged it is neither penalised nor spared: its own count
+    assert (head["correct_n"], head["correct_penalised"], head["correct_unjudged"]) == (1, 0, 1)
+    assert (s.loc[("evidence", "20"), "defects_unjudged"], s.loc[("evidence", "20"), "correct_unjudged"]) == (0, 0)
+
+
+def test_compare_samplers_counts_unjudged_items_apart_and_says_so():
+    c = compare_samplers(unjudged_table(), labels_frame(), budget=20)
+    assert c.baseline_missed == ["d3"] and c.baseline_unjudged == ["d1"]
+    assert c.candidate_caught == ["d3"] and c.catch_share == 1.0 and c.candidate_unjudged == []
+    assert (c.baseline_correct_unjudged, c.candidate_correct_unjudged) == (1, 0)
+    assert any("d1" in n and "not judged by head" in n for n in c.notes)
+    assert any("1 correct answer(s) were not judged by head" in n for n in c.notes)
+    frame = results_frame()
+    frame["flagged"] = frame["flagged"].astype("boolean")
+    unjudge(frame, "evidence", 20, "d3")  # head misses d3; evidence could not judge it
+    c2 = compare_samplers(frame, labels_frame(), budget=20)
+    assert c2.baseline_missed == ["d1", "d3"] and c2.candidate_caught == ["d1"] and c2.candidate_unjudged == ["d3"]
+    assert any("not judged by evidence (d3)" in n for n in c2.notes)
+    study = summarise_study(unjudged_table(), labels_frame(), row_budget=20).to_dict()
+    head20 = next(e for e in study["by_horizon"] if e["sampler"] == "head" and e["horizon"] == 20)
+    assert (head20["defects_unjudged"], head20["correct_unjudged"]) == (1, 1)
+    assert study["goal"]["baseline_unjudged"] == ["d1"]
+
+
+def test_the_horizon_figure_names_the_unjudged_items():
+    from axon_eval import plots
+
+    summary = horizon_summary(unjudged_table(), labels_frame())
+    note = plots.horizon_unjudged_note(summary)
+    assert note == ("NOT JUDGED (summed over the horizons): 1 seeded defect(s) beyond the horizon and 1 correct "
+                    "answer(s); left out of caught, missed and penalised")
+    assert note in plots.horizon_curves(summary).get_suptitle()
+    assert plots.horizon_unjudged_note(horizon_summary(results_frame(), labels_frame())) == ""
+
+
 def test_inputs_are_checked_and_errors_name_the_problem():
     res, labels = results_frame(), labels_frame()
     with pytest.raises(ValueError, match="all-rows reference"):

@@ -297,3 +297,193 @@ def test_embed_png_makes_a_data_uri_from_a_figure_or_a_file(tmp_path):
         plots.embed_png(tmp_path / "not.png")
     with pytest.raises(TypeError, match="got int"):
         plots.embed_png(3)
+
+
+# -- issue 19: swallowed errors, the band's kappa first, people's numbers, ensemble disagreement, figures ------------
+LABELS = ROOT / "data" / "turns" / "labels.csv"
+
+
+def wcag_luminance(rgb) -> float:
+    """WCAG 2.1 relative luminance, written out here independently of plots.relative_luminance."""
+    def channel(c: float) -> float:
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = (channel(float(c)) for c in rgb[:3])
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def wcag_contrast(a, b) -> float:
+    hi, lo = sorted((wcag_luminance(a), wcag_luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+@pytest.fixture(scope="module")
+def labelled_run(tmp_path_factory):
+    """A run of the bundled sample that records the labels file among its inputs (as notebook 01 does)."""
+    return evaluate(SAMPLE, "heuristic", out_dir=tmp_path_factory.mktemp("labelled"), cache=False, progress=False,
+                    input_files=[LABELS])
+
+
+def section(page: str, title: str) -> str:
+    start = page.index(f"<h2>{title}")
+    end = page.find("<h2>", start + 4)
+    return page[start:end if end > 0 else None]
+
+
+def test_an_unreadable_rubric_record_is_a_visible_note(sample_run, tmp_path):
+    folder = copy_run(sample_run.run_dir, tmp_path / "bad-rubric",
+                      manifest_changes={"rubric": {"name": "hand-edited", "weights": "not a mapping"}})
+    page = write_report(folder).read_text()
+    note = re.search(r'<p class="warn">The run&#x27;s rubric record \(hand-edited, id \w+\) could not be read '
+                     r'\(([^<]+)\): band edges for segments&#x27; mean scores use the default rubric', page)
+    assert note is not None, "the fallback to the default band edges must be said"
+    assert "weights" in note.group(1)  # the first validation error names the bad field
+    assert "could not be read" not in write_report(sample_run.run_dir, output=tmp_path / "ok.html").read_text()
+
+
+def test_the_score_bands_kappa_comes_first_and_the_verdicts_beside_it(labelled_run, tmp_path):
+    from sklearn.metrics import cohen_kappa_score
+
+    page = write_report(labelled_run.run_dir).read_text()  # labels found among the run's recorded inputs
+    part = section(page, "Comparison with labels")
+    labels = pd.read_csv(LABELS).set_index("segment_id")["verdict"]
+    res = labelled_run.results.set_index("segment_id")
+    band_kappa = cohen_kappa_score(res["band"], labels.reindex(res.index))
+    verdict_kappa = cohen_kappa_score(res["judge_verdict"], labels.reindex(res.index))
+    assert round(band_kappa, 2) == 0.62 and round(verdict_kappa, 2) == 0.98  # the figures the issue quotes
+    band_name, verdict_name = "score band vs labels (Cohen&#x27;s kappa)", "judge verdict vs labels (Cohen&#x27;s kappa)"
+    assert part.index(band_name) < part.index(verdict_name)
+    assert f"{band_name} {band_kappa:.2f} (95% CI " in part and f"{verdict_name} {verdict_kappa:.2f} (95% CI " in part
+    assert "does not meet the gate of kappa &gt;= 0.7" in part
+    head = re.search(r"<thead><tr><th></th><th>([^<]+)</th><th>([^<]+)</th></tr></thead><tbody><tr><td>Cohen&#x27;s "
+                     r"kappa</td><td>([^<]+)</td><td>([^<]+)</td>", part)
+    assert head is not None
+    assert head.group(1).startswith("score band vs labels") and head.group(2) == "judge verdict vs labels"
+    assert (head.group(3), head.group(4)) == (f"{band_kappa:.2f}", f"{verdict_kappa:.2f}")
+    assert f"<td>share equal to the label</td><td>{(res['band'] == labels.reindex(res.index)).mean():.0%}</td>" in part
+    # changed labels are said, not silently used
+    folder = copy_run(labelled_run.run_dir, tmp_path / "changed", manifest_changes={
+        "input_files": {**labelled_run.manifest.input_files, "data/turns/labels.csv": "0" * 64}})
+    changed = section(write_report(folder).read_text(), "Comparison with labels")
+    assert "has changed since the run" in changed and "Cohen" not in changed
+
+
+def test_the_first_page_says_offline_and_not_reported_instead_of_none(sample_run, tmp_path):
+    whole = write_report(sample_run.run_dir, output=tmp_path / "r.html").read_text()
+    assert "Comparison with labels" not in whole  # the run recorded no labels file
+    page = first_page(whole)
+    assert "<tr><th>judge endpoint</th><td>offline (no endpoint)</td></tr>" in page
+    assert "provider default" not in page
+    assert "<tr><th>tokens</th><td>not reported (offline judge)</td></tr>" in page
+    assert " / / " not in page and "None" not in page and "null" not in page
+    counts = sample_run.manifest.counts
+    assert (f"<td>{counts.turns} turns, {counts.segments} segments: {counts.judged} judged, {counts.unjudged} "
+            f"unjudged; {counts.invalid} invalid input line record(s)</td>") in page
+    api = copy_run(sample_run.run_dir, tmp_path / "api", manifest_changes={
+        "judge_id": "anthropic:claude-haiku-4-5@judge_v1,t=default", "judge_endpoint": None,
+        "input_tokens": 1200, "output_tokens": 340, "cache_read_tokens": None, "cache_creation_tokens": 0})
+    api_page = first_page(write_report(api).read_text())
+    assert "<tr><th>judge endpoint</th><td>not recorded (provider default)</td></tr>" in api_page
+    assert "<td>input 1,200, output 340, cache read not reported, cache write 0</td>" in api_page
+
+
+def test_summary_shares_read_as_percentages(sample_run, tmp_path):
+    page = write_report(sample_run.run_dir, output=tmp_path / "r.html").read_text()
+    summary = section(page, "Summary")
+    segments = report.segment_table(sample_run.results)
+    share_good = (segments["band"] == "good").mean()
+    assert f'<td class="num">{round(100 * share_good)}%</td>' in summary
+    assert not re.search(r"\d\.\d{4,}|\de-\d|>None<|>nan<|>NaN<", summary)
+
+
+@pytest.fixture(scope="module")
+def ensemble_run(tmp_path_factory):
+    return evaluate(SAMPLE, "ensemble(heuristic, noise(heuristic, sd=1.5, seed=3))",
+                    out_dir=tmp_path_factory.mktemp("ensemble"), cache=False, progress=False, limit=12)
+
+
+def test_ensemble_disagreement_lists_every_flagged_segment_with_each_members_subscores(ensemble_run):
+    page = write_report(ensemble_run.run_dir).read_text()
+    records = [json.loads(line) for line in (ensemble_run.run_dir / "verdicts.jsonl").read_text().splitlines()]
+    # the oracle: members' bands differ or a dimension's range reaches 2 points, from the members themselves
+    flagged = []
+    for r in records:
+        members = r["extra"]["members"]
+        bands = {m["band"] for m in members if m["band"]}
+        ranges = [max(vals) - min(vals) for d in ("intent_understood", "sql_quality", "result_relevance",
+                                                  "answer_faithfulness")
+                  if (vals := [m["subscores"][d] for m in members if m["subscores"][d] is not None])]
+        if len(bands) > 1 or any(x >= 2 for x in ranges):
+            flagged.append(r)
+    assert 0 < len(flagged) < len(records)
+    part = section(page, "Ensemble disagreement")
+    assert part.startswith(f"<h2>Ensemble disagreement ({len(flagged)} of {len(records)} judged segments flagged)</h2>")
+    for r in flagged:
+        first, second = r["extra"]["members"]
+        row = re.search(rf"<tr><td>{re.escape(r['segment_id'])}</td>.*?</tr><tr>(.*?)</tr>", part)
+        assert row is not None, r["segment_id"]
+        for member, cells in ((first, row.group(0)), (second, row.group(1))):
+            assert f"<td>{member['judge_id']}</td>" in cells
+            shown = [member["subscores"][d] for d in ("intent_understood", "sql_quality", "result_relevance",
+                                                      "answer_faithfulness")]
+            expected = "".join(f'<td class="num">{"null" if v is None else v}</td>' for v in shown)
+            assert expected in cells
+    unflagged = {r["segment_id"] for r in records} - {r["segment_id"] for r in flagged}
+    assert not any(f"<tr><td>{sid}</td>" in part for sid in unflagged)
+    # a single judge's run has no such section
+    assert "Ensemble disagreement" not in report.render_report_parts(
+        {"run_id": "x"}, report.read_report_results(Path("/nonexistent/results.parquet")), [], [], [])
+
+
+def test_every_heatmap_annotation_reads_on_its_cell(sample_run):
+    crosstab = pd.DataFrame([[37, 0, 0], [25, 15, 0], [0, 0, 20]])
+    figures = [plots.verdict_band_heatmap(sample_run.results),
+               plots.band_transition_heatmap(pd.DataFrame(crosstab.to_numpy(), index=["good", "partial", "poor"],
+                                                          columns=["good", "partial", "poor"])),
+               plots.calibration_confusion(pd.DataFrame(crosstab.to_numpy(), index=["good", "partial", "poor"],
+                                                        columns=["good", "partial", "poor"]))]
+    from matplotlib.colors import to_rgb
+
+    for fig in figures:
+        ax = fig.axes[0]
+        image = ax.get_images()[0]
+        values = image.get_array()
+        texts = [t for t in ax.texts if t.get_text().isdigit()]
+        assert len(texts) == 9
+        for t in texts:
+            col, row = (int(round(v)) for v in t.get_position())
+            background = image.cmap(image.norm(values[row, col]))
+            assert wcag_contrast(to_rgb(t.get_color()), background) >= 4.5, (t.get_text(), t.get_color(), background)
+
+
+def test_the_band_legend_stays_clear_of_the_axis_label(sample_run):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    for column in ("region", "surface", "client"):
+        fig = plots.band_shares_by(sample_run.results, column)
+        canvas = FigureCanvasAgg(fig)
+        canvas.draw()
+        renderer = canvas.get_renderer()
+        legends = fig.legends + [a.get_legend() for a in fig.axes if a.get_legend() is not None]
+        assert len(legends) == 1
+        legend = legends[0].get_window_extent(renderer)
+        for ax in fig.axes:
+            for label in (ax.xaxis.label, *ax.get_xticklabels()):
+                if label.get_text():
+                    assert not legend.overlaps(label.get_window_extent(renderer)), (column, label.get_text())
+
+
+def test_an_undefined_kappa_is_said_not_drawn_as_a_zero_bar():
+    summary = pd.DataFrame({"kappa_mean": [0.6, np.nan], "kappa_pooled": [0.62, np.nan]},
+                           index=["nominal", "ordinal"])
+    per_fold = pd.DataFrame({"method": ["nominal", "nominal", "ordinal"], "kappa": [0.55, 0.65, np.nan]})
+    fig = plots.recal_cv_kappa(per_fold, summary)
+    ax = fig.axes[0]
+    bars = [p for p in ax.patches if p.get_width() > 0]
+    assert len(bars) == 1 and bars[0].get_height() == pytest.approx(0.6)
+    assert [t.get_text() for t in ax.texts] == ["kappa undefined"]
+    assert ax.texts[0].get_position()[0] == 1  # at the ordinal method's place
+    margin = plots.calibration_by_margin({"band": pd.DataFrame({"agreement": [0.8, np.nan], "n": [10, 0]},
+                                                               index=["good", "poor"])})
+    words = [t.get_text() for t in margin.axes[0].texts]
+    assert "undefined (n 0)" in words and "n 10" in words
+    assert [p.get_height() for p in margin.axes[0].patches] == [pytest.approx(0.8)]

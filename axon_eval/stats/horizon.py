@@ -25,11 +25,14 @@ seeded defect
 beyond the horizon
     a segment whose ``decisive_row`` (1-based) exceeds ``h`` while its result has more than ``h``
     rows (a result shown whole has nothing beyond the horizon; at ``h = None`` nothing is beyond).
-defects caught / missed at ``(sampler, h)``
-    the seeded defects beyond the horizon that are flagged / not flagged (an unjudged segment counts
-    as missed). ``defects_flagged`` counts every seeded defect flagged, wherever its decisive row.
-correct answers wrongly penalised
-    labelled-``good`` segments that are flagged at ``(sampler, h)``, wherever the decisive row.
+defects caught / missed / unjudged at ``(sampler, h)``
+    the seeded defects beyond the horizon that are judged and flagged / judged and not flagged / not
+    judged at all (a failed or unusable judgement: neither caught nor missed, its own count), so
+    ``defects_beyond = defects_caught + defects_missed + defects_unjudged``. ``defects_flagged`` counts
+    every seeded defect flagged, wherever its decisive row.
+correct answers wrongly penalised / unjudged
+    labelled-``good`` segments that are judged and flagged at ``(sampler, h)``, wherever the decisive
+    row / that are not judged (``correct_unjudged``: neither penalised nor spared, its own count).
 prompt size
     ``view_chars``: characters of the rendered view, the judge's input besides its fixed system
     prompt. ``input_tokens``: exact when the judge records carry token counts (input + cache-read +
@@ -278,6 +281,16 @@ def _beyond(decisive_row: pd.Series, row_count: pd.Series, horizon: Any) -> pd.S
     return ((decisive_row.astype("Float64") > h) & (row_count.astype("Float64") > h)).fillna(False).astype(bool)
 
 
+def _unjudged(rows: pd.DataFrame) -> pd.Series:
+    """True where a row has no judgement to count: ``flagged`` is null (no usable verdict, or no row at
+    all) or ``status`` is given and is not ``judged``."""
+    out = rows["flagged"].isna()
+    if "status" in rows.columns:
+        status = rows["status"].astype("string")
+        out = out | (status.notna() & (status != "judged")).fillna(False)
+    return out.astype(bool)
+
+
 def _with_labels(results: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
     missing = [c for c in ("segment_id", "verdict", "decisive_row", "row_count") if c not in labels.columns]
     if missing:
@@ -293,9 +306,10 @@ def horizon_summary(results: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame
 
     Columns: ``sampler``, ``horizon`` (nullable int), ``horizon_label``, ``n_segments``, ``n_judged``,
     ``band_agreement``, ``mean_abs_score_delta``, ``max_abs_score_delta``, ``defects_beyond``,
-    ``defects_caught``, ``defects_missed``, ``defects_flagged`` (every seeded defect flagged),
-    ``n_defects``, ``correct_n``, ``correct_penalised``, ``mean_chars``, ``mean_input_tokens``,
-    ``input_tokens_estimated``. Rows follow the samplers' order and ascending horizons, all rows last.
+    ``defects_caught``, ``defects_missed``, ``defects_unjudged`` (beyond the horizon and not judged),
+    ``defects_flagged`` (every seeded defect flagged), ``n_defects``, ``correct_n``, ``correct_penalised``,
+    ``correct_unjudged``, ``mean_chars``, ``mean_input_tokens``, ``input_tokens_estimated``. Rows follow
+    the samplers' order and ascending horizons, all rows last.
     """
     m = _with_labels(_prepare(results), labels)
     out = []
@@ -312,6 +326,7 @@ def horizon_summary(results: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame
             defects = labelled[labelled["label_verdict"] != "good"]
             correct = labelled[labelled["label_verdict"] == "good"]
             flagged = defects["flagged"].fillna(False).astype(bool)
+            defect_unjudged = _unjudged(defects)
             beyond = _beyond(defects["decisive_row"], defects["row_count"], h)
             exact = part["input_tokens"].notna().all() if "input_tokens" in part.columns and len(part) else False
             chars = part["view_chars"] if "view_chars" in part.columns else pd.Series(dtype=float)
@@ -324,10 +339,12 @@ def horizon_summary(results: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame
                 "max_abs_score_delta": float(delta.max()) if len(delta) else math.nan,
                 "defects_beyond": int(beyond.sum()),
                 "defects_caught": int((beyond & flagged).sum()),
-                "defects_missed": int((beyond & ~flagged).sum()),
+                "defects_missed": int((beyond & ~flagged & ~defect_unjudged).sum()),
+                "defects_unjudged": int((beyond & defect_unjudged).sum()),
                 "defects_flagged": int(flagged.sum()), "n_defects": len(defects),
                 "correct_n": len(correct),
                 "correct_penalised": int(correct["flagged"].fillna(False).astype(bool).sum()),
+                "correct_unjudged": int(_unjudged(correct).sum()),
                 "mean_chars": float(chars.mean()) if len(chars.dropna()) else math.nan,
                 "mean_input_tokens": float(tokens.mean()) if len(tokens.dropna()) else math.nan,
                 "input_tokens_estimated": not exact,
@@ -363,6 +380,11 @@ class SamplerComparison:
     defects the all-rows judgement flags (a defect no horizon can reveal to this judge is not a
     sampler failure). ``*_penalised``: correct answers flagged. ``char_ratio``: mean view characters,
     candidate / baseline; ``token_ratio``: the same for exact input tokens (``None`` when not exact).
+    ``baseline_unjudged``: seeded defects beyond the horizon the baseline did not judge (neither missed
+    nor caught, so not in ``baseline_missed``); ``candidate_unjudged``: defects of ``baseline_missed``
+    the candidate did not judge (not caught, and not counted as a candidate miss either);
+    ``*_correct_unjudged``: correct answers not judged (neither penalised nor spared). ``notes`` says in
+    words what the unjudged items leave unmeasured.
     """
 
     baseline: str
@@ -380,6 +402,11 @@ class SamplerComparison:
     token_ratio: float | None
     goal_met: bool
     reasons: list[str] = field(default_factory=list)
+    baseline_unjudged: list[str] = field(default_factory=list)
+    candidate_unjudged: list[str] = field(default_factory=list)
+    baseline_correct_unjudged: int = 0
+    candidate_correct_unjudged: int = 0
+    notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return _json_safe(asdict(self))
@@ -398,7 +425,11 @@ def compare_samplers(results: pd.DataFrame, labels: pd.DataFrame, budget: int = 
     defects = lab[lab["label_verdict"] != "good"]
     beyond = _beyond(defects["decisive_row"], defects["row_count"], budget)
     flagged_b = defects["flagged"].fillna(False).astype(bool)
-    missed = sorted(defects.index[beyond & ~flagged_b])
+    unjudged_b = _unjudged(defects)
+    missed = sorted(defects.index[beyond & ~flagged_b & ~unjudged_b])
+    base_unjudged = sorted(defects.index[beyond & unjudged_b])
+    cand_rows = cand.reindex(missed)
+    cand_unjudged = sorted(cand_rows.index[_unjudged(cand_rows)]) if missed else []
     cand_flag = cand["flagged"].reindex(missed).fillna(False).astype(bool)
     caught = sorted(cand_flag.index[cand_flag])
     all_flag = base["flagged_all"].reindex(missed).fillna(False).astype(bool)
@@ -407,6 +438,18 @@ def compare_samplers(results: pd.DataFrame, labels: pd.DataFrame, budget: int = 
     correct = lab.index[lab["label_verdict"] == "good"]
     pen_b = int(base["flagged"].reindex(correct).fillna(False).astype(bool).sum())
     pen_c = int(cand["flagged"].reindex(correct).fillna(False).astype(bool).sum())
+    correct_unjudged_b = int(_unjudged(base.reindex(correct)).sum()) if len(correct) else 0
+    correct_unjudged_c = int(_unjudged(cand.reindex(correct)).sum()) if len(correct) else 0
+    notes = []
+    if base_unjudged:
+        notes.append(f"{len(base_unjudged)} seeded defect(s) beyond the horizon were not judged by {baseline} "
+                     f"({', '.join(base_unjudged)}): neither caught nor missed, they are left out of the catch share")
+    if cand_unjudged:
+        notes.append(f"{len(cand_unjudged)} of the defects {baseline} misses were not judged by {candidate} "
+                     f"({', '.join(cand_unjudged)}): counted as not caught")
+    for name, n in ((baseline, correct_unjudged_b), (candidate, correct_unjudged_c)):
+        if n:
+            notes.append(f"{n} correct answer(s) were not judged by {name}: neither penalised nor spared")
     char_ratio = float(cand["view_chars"].mean() / base["view_chars"].mean()) if "view_chars" in cand else math.nan
     exact = ("input_tokens" in cand.columns and cand["input_tokens"].notna().all()
              and base["input_tokens"].notna().all())
@@ -427,7 +470,8 @@ def compare_samplers(results: pd.DataFrame, labels: pd.DataFrame, budget: int = 
         catch_share=share, catchable_missed=catchable, catchable_caught=catchable_caught,
         catchable_share=len(catchable_caught) / len(catchable) if catchable else math.nan,
         baseline_penalised=pen_b, candidate_penalised=pen_c, char_ratio=char_ratio, token_ratio=token_ratio,
-        goal_met=not reasons, reasons=reasons)
+        goal_met=not reasons, reasons=reasons, baseline_unjudged=base_unjudged, candidate_unjudged=cand_unjudged,
+        baseline_correct_unjudged=correct_unjudged_b, candidate_correct_unjudged=correct_unjudged_c, notes=notes)
 
 
 # =============================================================================================
@@ -437,7 +481,8 @@ def compare_samplers(results: pd.DataFrame, labels: pd.DataFrame, budget: int = 
 BY_HORIZON_KEYS: tuple[str, ...] = ("sampler", "horizon", "band_agreement", "defects_caught", "defects_missed",
                                     "correct_penalised", "mean_chars", "mean_input_tokens")
 BY_HORIZON_EXTRA_KEYS: tuple[str, ...] = ("input_tokens_estimated", "mean_abs_score_delta", "max_abs_score_delta",
-                                          "defects_beyond", "defects_flagged", "correct_n", "n_judged")
+                                          "defects_beyond", "defects_flagged", "correct_n", "n_judged",
+                                          "defects_unjudged", "correct_unjudged")
 
 
 def _json_safe(value: Any) -> Any:
@@ -543,7 +588,8 @@ def main() -> int:  # pragma: no cover - prints the README figures
     ``python -c "from axon_eval.stats.horizon import main; main()"`` (about 20 s)."""
     _, summary, study = measure_horizon_set()
     columns = ["sampler", "horizon_label", "band_agreement", "mean_abs_score_delta", "defects_beyond",
-               "defects_caught", "defects_missed", "correct_penalised", "mean_chars", "mean_input_tokens"]
+               "defects_caught", "defects_missed", "defects_unjudged", "correct_penalised", "correct_unjudged",
+               "mean_chars", "mean_input_tokens"]
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(summary[columns].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     goal = study.goal
@@ -553,4 +599,6 @@ def main() -> int:  # pragma: no cover - prints the README figures
           f"{goal['char_ratio']:.3f}x head (tokens estimated as characters / {CHARS_PER_TOKEN_ESTIMATE})")
     for reason in goal.get("reasons", []):
         print(f"  not met: {reason}")
+    for note in goal.get("notes", []):
+        print(f"  note: {note}")
     return 0
