@@ -8,8 +8,17 @@ observed dimensions ``O`` (``answer_faithfulness`` may be null and is then left 
     raw_score          = 10 * sum_{d in O} w_d * s_d / sum_{d in O} w_d  in [0, 100]
     capped             = min(raw_score, cap_f for every triggered fact f,
                              cap_c for every subscore cap c with s_c <= threshold_c)
-    score              = round(capped, 1)
+    score              = capped rounded to one decimal, half away from zero (see Rounding below)
     band               = good if score >= 80, partial if score >= 50, else poor
+
+A segment that cannot be scored is **unscorable**, never banded: a required dimension is missing, or the
+rubric leaves no weight on its observed dimensions (``sum_{k in O} w_k = 0``, e.g. all the weight on
+faithfulness and faithfulness null). :func:`score_turn` raises :class:`UnscorableError` (a
+``ValueError``) with the reason; :func:`score_frame` gives such rows NaN ``raw_score``/``score``, a
+missing band and the same reason in ``unscorable_reason``; :func:`score_arrays` gives NaN and band code
+:data:`UNSCORABLE_CODE`; :func:`unscorable_mask` says which rows are, without scoring them.
+A missing value is ``None``, ``pd.NA`` or a NaN of any float width (Python, numpy float16/32/64): one
+test (:func:`is_missing`) on every path.
 
 Caps (``axon-v1``): every SQL execution failed -> 25; the chain ended on an unrecovered failure -> 70;
 no tools and no SQL at all -> 40. Recovered errors carry no penalty and are recorded as a note. A
@@ -23,7 +32,21 @@ bit-identical numbers. The kernel's pieces (:func:`_effective_caps`, :func:`_wei
 :func:`_cap_round_band`) broadcast, and :mod:`axon_eval.stats.sensitivity` calls them to score many
 weight vectors at once with the same arithmetic.
 
-Rounding: ``numpy.round`` (round half to even on the binary value), used by both paths.
+Rounding: the exact decimal value of ``capped`` is rounded to one decimal, half away from zero, so
+a reader's hand arithmetic agrees: (9, 0, 0, null) is exactly ``10 * 2.7 / 0.8 = 33.75`` and scores
+33.8, although its binary value is 33.749999999999996. The kernel computes
+``score = copysign(floor(10 |capped| + 0.5 + TIE_TOLERANCE), capped) / 10`` on the float value
+(:func:`round_tenths`), treating anything within ``TIE_TOLERANCE = 1e-10`` tenths of a half-tenth as
+the half-tenth. This is exact, not approximate, whenever the exact value ``10 * capped`` is a
+fraction ``p/q`` with ``q < 4.9e9``: a value that is not a tie is then at least ``1/(2q) > 1.02e-10``
+tenths from one, while the float error of ``10 * capped`` (non-negative terms, about a dozen
+roundings of relative size ``2**-53`` on a value <= 1000) is below ``2e-12``. Weights that are
+decimals of up to 6 places (every packaged rubric has 2) with integer subscores give
+``q <= 10**6``; subscores that are means of up to 10 samples (denominators dividing 2520) give
+``q <= 2.52e9``. The tests compare every integer combination (11^4 + 11^3 = 15,972) with
+``fractions.Fraction`` arithmetic under every packaged rubric. Outside that domain (weights with 17
+significant digits from a random design) the rule is still one fixed rule on the float value,
+used by every path, so every path gives the same number.
 """
 
 from __future__ import annotations
@@ -42,9 +65,49 @@ from .rubric import BANDS, CAP_FACTS, DIMENSIONS, REQUIRED_DIMENSIONS, SUBSCORE_
 #: Columns :func:`score_frame` reads.
 FRAME_INPUT_COLUMNS: tuple[str, ...] = DIMENSIONS + CAP_FACTS
 #: Columns :func:`score_frame` adds.
-FRAME_OUTPUT_COLUMNS: tuple[str, ...] = ("raw_score", "score", "band")
+FRAME_OUTPUT_COLUMNS: tuple[str, ...] = ("raw_score", "score", "band", "unscorable_reason")
 
 _BAND_CODES = np.array(BANDS, dtype=object)  # 0 good, 1 partial, 2 poor
+#: Band code (:func:`score_arrays`) of an unscorable segment: not a band (``BANDS[3]`` is an IndexError,
+#: so it can never be read as ``poor``).
+UNSCORABLE_CODE = len(BANDS)
+#: Tenths of a point within which a value counts as a half-tenth tie (see the module docstring).
+TIE_TOLERANCE = 1e-10
+_HALF_UP = 0.5 + TIE_TOLERANCE
+#: Every unscorable reason starts with this (a run records it in a row's ``error``; summaries look for it).
+UNSCORABLE_PREFIX = "unscorable: "
+#: Why a row is unscorable (kernel reason codes; 0 = scorable).
+_SCORABLE, _REQUIRED_MISSING, _NO_WEIGHT = 0, 1, 2
+
+
+class UnscorableError(ValueError):
+    """A segment that cannot be scored (a required dimension missing, or no weight on its observed
+    dimensions); ``reason`` is the sentence :func:`score_frame` puts in ``unscorable_reason``."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def is_missing(value: Any) -> bool:
+    """True for a missing subscore: ``None``, ``pd.NA`` or a NaN of any float width (Python float,
+    numpy float16/32/64). Anything else (a number, a string) is not missing and is checked as a value."""
+    if value is None or value is pd.NA:
+        return True
+    if isinstance(value, float | np.floating):
+        return bool(np.isnan(value))
+    return False
+
+
+def round_tenths(x: Any) -> np.ndarray:
+    """``x`` rounded to one decimal, half away from zero on its exact decimal value (module docstring):
+    ``copysign(floor(10 |x| + 0.5 + TIE_TOLERANCE), x) / 10``; NaN stays NaN. Works elementwise.
+
+    >>> float(round_tenths(10 * 0.3 * 9 / 0.8)), float(round_tenths(61.25)), float(round_tenths(-0.05))
+    (33.8, 61.3, -0.1)
+    """
+    x = np.asarray(x, dtype=np.float64)
+    return np.copysign(np.floor(np.abs(x) * 10.0 + _HALF_UP), x) / 10.0
 
 
 @dataclass(frozen=True)
@@ -132,27 +195,91 @@ def _weighted_raw(s_cols: Sequence[np.ndarray], w_cols: Sequence[np.ndarray]) ->
 
 
 def _cap_round_band(raw: np.ndarray, cap: np.ndarray, rubric: Rubric) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(capped, score, band_code) from raw scores and the per-row lowest cap (broadcasting)."""
+    """(capped, score, band_code) from raw scores and the per-row lowest cap (broadcasting).
+
+    ``score`` is :func:`round_tenths` of ``capped``; a NaN raw score (unscorable) stays NaN and gets
+    :data:`UNSCORABLE_CODE`, never a band.
+    """
     capped = np.minimum(raw, cap)
-    score = np.round(capped, 1)
+    score = round_tenths(capped)
     code = np.where(score >= rubric.bands.good, 0, np.where(score >= rubric.bands.partial, 1, 2))
+    code = np.where(np.isnan(score), UNSCORABLE_CODE, code)
     return capped, score, code
 
 
-def _kernel(subs: np.ndarray, facts: np.ndarray, rubric: Rubric) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _unscorable_codes(subs: np.ndarray, rubric: Rubric) -> np.ndarray:
+    """Per row: 0 scorable, 1 a required dimension is NaN, 2 no weight on the observed dimensions."""
+    observed = ~np.isnan(subs)
+    required_null = ~observed[:, :len(REQUIRED_DIMENSIONS)].all(axis=1)
+    no_weight = np.where(observed, _weight_array(rubric), 0.0).sum(axis=1) <= 0
+    return np.where(required_null, _REQUIRED_MISSING, np.where(no_weight, _NO_WEIGHT, _SCORABLE))
+
+
+def _reason(code: int, row: np.ndarray, rubric: Rubric) -> str:
+    """The sentence for one unscorable row (same text on every path)."""
+    if code == _REQUIRED_MISSING:
+        missing = [d for d, v in zip(REQUIRED_DIMENSIONS, row, strict=False) if np.isnan(v)]
+        return (f"{UNSCORABLE_PREFIX}required dimension(s) {', '.join(missing)} missing; only answer_faithfulness "
+                "may be null")
+    observed = [d for d, v in zip(DIMENSIONS, row, strict=True) if not np.isnan(v)]
+    weights = rubric.weights.as_dict()
+    null = [d for d in DIMENSIONS if d not in observed]
+    return (f"{UNSCORABLE_PREFIX}rubric {rubric.label} puts no weight on the observed dimensions "
+            f"({', '.join(f'{d} {weights[d]:g}' for d in observed)}); the weight is all on "
+            f"{', '.join(null)}, which is null")
+
+
+def _reasons(why: np.ndarray, subs: np.ndarray, rubric: Rubric) -> np.ndarray:
+    """Object array of reasons (``None`` when scorable), one sentence per distinct (code, null pattern)."""
+    reasons = np.full(len(why), None, dtype=object)
+    bad = np.flatnonzero(why != _SCORABLE)
+    if len(bad):
+        key = why[bad] * 16 + (np.isnan(subs[bad]) * (1 << np.arange(len(DIMENSIONS)))).sum(axis=1)
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        texts = np.array([_reason(int(why[bad[i]]), subs[bad[i]], rubric) for i in first], dtype=object)
+        reasons[bad] = texts[np.asarray(inverse).ravel()]
+    return reasons
+
+
+def unscorable_mask(subscores: np.ndarray, rubric: Rubric | None = None) -> np.ndarray:
+    """Boolean (n,) mask of the rows of an (n, 4) subscore array (``DIMENSIONS`` order, NaN = null)
+    that cannot be scored under ``rubric``: a required dimension is NaN, or the rubric's weights on
+    the row's observed dimensions sum to 0. These are exactly the rows :func:`score_arrays` gives
+    :data:`UNSCORABLE_CODE` and :func:`score_frame` an ``unscorable_reason``."""
+    rubric = _validate_rubric(rubric)
+    subs = _subscore_matrix(subscores)
+    return _unscorable_codes(subs, rubric) != _SCORABLE
+
+
+def _subscore_matrix(values: Any) -> np.ndarray:
+    """(n, 4) float64 subscores with every missing value (:func:`is_missing`) as NaN."""
+    arr = np.asarray(values)
+    if arr.dtype == object:
+        arr = np.array([np.nan if is_missing(v) else v for v in arr.ravel()], dtype=np.float64).reshape(arr.shape)
+    arr = np.asarray(arr, dtype=np.float64)
+    if arr.ndim != 2 or arr.shape[1] != len(DIMENSIONS):
+        raise ValueError(f"subscores must have shape (n, {len(DIMENSIONS)}), got {arr.shape}")
+    return arr
+
+
+def _kernel(subs: np.ndarray, facts: np.ndarray, rubric: Rubric
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Vectorised arithmetic shared by every entry point (and by :mod:`axon_eval.stats.sensitivity`).
 
-    ``subs``: (n, 4) float array in DIMENSIONS order, already clamped, NaN = not observed
-    (only faithfulness may be NaN). ``facts``: (n, 3) bool array in CAP_FACTS order.
-    Returns (raw, capped, score, band_code).
+    ``subs``: (n, 4) float array in DIMENSIONS order, already clamped, NaN = not observed.
+    ``facts``: (n, 3) bool array in CAP_FACTS order. Returns (raw, capped, score, band_code,
+    unscorable_code); unscorable rows (a required dimension NaN, or no weight on the observed
+    dimensions) have NaN raw, capped and score and band code :data:`UNSCORABLE_CODE`.
     """
     w = _weight_array(rubric)
     observed = ~np.isnan(subs)
     s0 = np.where(observed, subs, 0.0)
     wo = np.where(observed, w, 0.0)
     raw = _weighted_raw([s0[:, d] for d in range(4)], [wo[:, d] for d in range(4)])
+    why = _unscorable_codes(subs, rubric)
+    raw = np.where(why != _SCORABLE, np.nan, raw)
     capped, score, code = _cap_round_band(raw, _effective_caps(subs, facts, rubric), rubric)
-    return raw, capped, score, code
+    return raw, capped, score, code, why
 
 
 def _as_fact_mapping(facts: TrajectoryFacts | Mapping[str, Any]) -> dict[str, Any]:
@@ -190,7 +317,15 @@ def score_turn(
 
     Returns
     -------
-    TurnScore with ``raw_score`` and ``score`` in [0, 100] (score rounded to 0.1).
+    TurnScore with ``raw_score`` and ``score`` in [0, 100] (score rounded to 0.1, half away from zero
+    on the exact decimal value).
+
+    Raises
+    ------
+    UnscorableError (a ``ValueError``) when the segment cannot be scored: a required dimension is
+    missing (``None``, ``pd.NA`` or NaN of any float width), or the rubric puts no weight on the
+    observed dimensions. The reason is the one :func:`score_frame` gives in ``unscorable_reason``.
+    ValueError for an unknown dimension, a value that is not a number, or malformed facts.
 
     Examples
     --------
@@ -208,9 +343,7 @@ def score_turn(
     clean: dict[str, float | None] = {}
     for d in DIMENSIONS:
         value = subscores.get(d)
-        if value is None or (isinstance(value, float) and math.isnan(value)):
-            if d in REQUIRED_DIMENSIONS:
-                raise ValueError(f"required dimension {d} is missing (got {value!r}); only answer_faithfulness may be null")
+        if is_missing(value):
             clean[d] = None
             continue
         if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
@@ -225,7 +358,9 @@ def score_turn(
 
     subs = np.array([[np.nan if clean[d] is None else clean[d] for d in DIMENSIONS]], dtype=np.float64)
     fact_arr = np.array([[bool(fact_map[f]) for f in CAP_FACTS]], dtype=bool)
-    raw_a, capped_a, score_a, code_a = _kernel(subs, fact_arr, rubric)
+    raw_a, capped_a, score_a, code_a, why = _kernel(subs, fact_arr, rubric)
+    if why[0] != _SCORABLE:
+        raise UnscorableError(_reason(int(why[0]), subs[0], rubric))
     raw, capped, score = float(raw_a[0]), float(capped_a[0]), float(score_a[0])
     band = str(_BAND_CODES[code_a[0]])
 
@@ -306,53 +441,61 @@ def f_describe(fact: str) -> str:
 def score_arrays(subscores: np.ndarray, facts: np.ndarray, rubric: Rubric | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Array form of :func:`score_frame` for studies: returns ``(raw_score, score, band_code)``.
 
-    ``subscores`` is (n, 4) in ``DIMENSIONS`` order (NaN only in the last column); ``facts`` is
-    (n, 3) bool in ``CAP_FACTS`` order. Band codes: 0 good, 1 partial, 2 poor. Values are clamped
-    to [0, 10] silently here; use :func:`score_turn` for the audited path.
+    ``subscores`` is (n, 4) in ``DIMENSIONS`` order (NaN, ``None`` or ``pd.NA`` = null); ``facts``
+    is (n, 3) bool in ``CAP_FACTS`` order. Band codes: 0 good, 1 partial, 2 poor, and
+    :data:`UNSCORABLE_CODE` (with NaN raw score and score) for a row that cannot be scored (see
+    :func:`unscorable_mask`). Values are clamped to [0, 10] silently here; use :func:`score_turn` for
+    the audited path.
     """
     rubric = _validate_rubric(rubric)
-    subs = np.clip(np.asarray(subscores, dtype=np.float64), 0.0, 10.0)
-    if subs.ndim != 2 or subs.shape[1] != len(DIMENSIONS):
-        raise ValueError(f"subscores must have shape (n, {len(DIMENSIONS)}), got {subs.shape}")
+    subs = np.clip(_subscore_matrix(subscores), 0.0, 10.0)
     fact_arr = np.asarray(facts, dtype=bool)
     if fact_arr.shape != (subs.shape[0], len(CAP_FACTS)):
         raise ValueError(f"facts must have shape ({subs.shape[0]}, {len(CAP_FACTS)}), got {fact_arr.shape}")
-    if np.isnan(subs[:, :3]).any():
-        bad = np.flatnonzero(np.isnan(subs[:, :3]).any(axis=1))[:10]
-        raise ValueError(f"required dimensions are missing on rows {bad.tolist()}")
-    raw, _capped, score, code = _kernel(subs, fact_arr, rubric)
+    raw, _capped, score, code, _why = _kernel(subs, fact_arr, rubric)
     return raw, score, code
 
 
+def _column_floats(col: pd.Series, name: str) -> np.ndarray:
+    """One subscore column as float64 with every missing value (:func:`is_missing`) as NaN."""
+    if col.dtype == object:
+        values = [np.nan if is_missing(v) else v for v in col.tolist()]
+        bad = [v for v in values if isinstance(v, bool | str) or not isinstance(v, int | float | np.integer | np.floating)]
+        if bad:
+            raise ValueError(f"subscore column {name} must hold numbers or nulls, got {bad[0]!r}")
+        return np.asarray(values, dtype=np.float64)
+    return col.to_numpy(dtype=np.float64, na_value=np.nan)
+
+
 def score_frame(df: pd.DataFrame, rubric: Rubric | None = None) -> pd.DataFrame:
-    """Score every row of ``df`` (one row per segment); returns a copy with ``raw_score``, ``score``, ``band``.
+    """Score every row of ``df`` (one row per segment); returns a copy with ``raw_score``, ``score``,
+    ``band`` and ``unscorable_reason``.
 
     ``df`` must have the columns ``intent_understood``, ``sql_quality``, ``result_relevance``,
-    ``answer_faithfulness`` (NaN = null; only faithfulness may be null) and the fact columns
-    ``all_sql_failed``, ``ended_on_failure``, ``no_tools`` (bool). Subscores are clamped to [0, 10].
-    The arithmetic is exactly :func:`score_turn`'s; ``band`` is a categorical good/partial/poor.
-    Raises ``ValueError`` naming missing columns or the index labels of rows whose required
-    dimensions are null (score unjudged rows separately: they are never scored as 0).
+    ``answer_faithfulness`` (NaN, ``None`` or ``pd.NA`` = null; only faithfulness may be null) and the
+    fact columns ``all_sql_failed``, ``ended_on_failure``, ``no_tools`` (bool). Subscores are clamped
+    to [0, 10]. The arithmetic is exactly :func:`score_turn`'s; ``band`` is a categorical
+    good/partial/poor. A row that cannot be scored (a required dimension null, or no weight on its
+    observed dimensions) gets NaN ``raw_score``/``score``, a missing band (never ``poor``, never 0)
+    and the reason :func:`score_turn` would raise in ``unscorable_reason`` (``None`` on scored rows).
+    Raises ``ValueError`` naming missing columns or null facts.
     """
     rubric = _validate_rubric(rubric)
     missing = [c for c in FRAME_INPUT_COLUMNS if c not in df.columns]
     if missing:
         raise ValueError(f"score_frame needs columns {missing}; got {list(df.columns)}")
-    subs = df.loc[:, list(DIMENSIONS)].to_numpy(dtype=np.float64, na_value=np.nan)
-    null_required = np.isnan(subs[:, :3]).any(axis=1)
-    if null_required.any():
-        labels = df.index[null_required][:10].tolist()
-        raise ValueError(
-            f"{int(null_required.sum())} row(s) have a null required dimension (first index labels: {labels}); "
-            "drop unjudged rows before scoring"
-        )
+    subs = np.column_stack([_column_floats(df[d], d) for d in DIMENSIONS]) if len(df) else \
+        np.empty((0, len(DIMENSIONS)))
     fact_frame = df.loc[:, list(CAP_FACTS)]
     if fact_frame.isna().any().any():
-        raise ValueError("fact columns must not contain nulls")
+        bad = df.index[fact_frame.isna().any(axis=1).to_numpy()][:10].tolist()
+        raise ValueError(f"fact columns must not contain nulls (first index labels: {bad})")
     fact_arr = fact_frame.to_numpy(dtype=bool)
-    raw, _capped, score, code = _kernel(np.clip(subs, 0.0, 10.0), fact_arr, rubric)
+    raw, _capped, score, code, why = _kernel(np.clip(subs, 0.0, 10.0), fact_arr, rubric)
+    reasons = _reasons(why, subs, rubric)
     out = df.copy()
     out["raw_score"] = raw
     out["score"] = score
-    out["band"] = pd.Categorical.from_codes(code, categories=list(BANDS))
+    out["band"] = pd.Categorical.from_codes(np.where(code == UNSCORABLE_CODE, -1, code), categories=list(BANDS))
+    out["unscorable_reason"] = pd.Series(reasons, index=df.index, dtype=object)
     return out

@@ -12,7 +12,13 @@ null) and weights ``w`` on the simplex (``w >= 0``, ``sum w = 1``)::
 
     raw(w)    = 10 * sum_{d in O} w_d s_d / sum_{d in O} w_d
     capped(w) = min(raw(w), c)        c = lowest triggered cap (fact caps and subscore caps), inf if none
-    score(w)  = round(capped(w), 1);  band from score (good >= 80, partial >= 50, else poor)
+    score(w)  = capped(w) rounded to 0.1, half away from zero (``scoring.round_tenths``);
+                band from score (good >= 80, partial >= 50, else poor)
+
+A segment the rubric cannot score (its nominal weights leave no weight on its observed dimensions:
+all of it on faithfulness, which is null) has no score to perturb and is never banded: every function
+here refuses such segments with a ``ValueError`` naming how many there are and why, as it refuses a
+perturbed vector that leaves them no weight.
 
 ``c`` does not depend on ``w``. With faithfulness observed the denominator is ``sum w = 1`` and
 ``raw`` is linear in ``w``; with it null the denominator is ``1 - w_4`` and ``raw`` is
@@ -159,7 +165,8 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from ..rubric import BANDS, CAP_FACTS, DIMENSIONS, Rubric, Weights
-from ..scoring import _cap_round_band, _effective_caps, _weight_array, _weighted_raw
+from ..scoring import _HALF_UP, _cap_round_band, _effective_caps, _weight_array, _weighted_raw, round_tenths, \
+    unscorable_mask
 
 JUDGED = "judged"
 #: Perturbation sizes of the source's claim, in weight units.
@@ -168,8 +175,6 @@ DEFAULT_DELTAS: tuple[float, ...] = (0.01, 0.02, 0.03, 0.04, 0.05)
 DEFAULT_CONCENTRATION = 100.0
 #: Scores are tenths of a point in [0, 100]: 1001 codes.
 _N_CODES = 1001
-#: 1.5 * 2**52: ``(x + m) - m`` is ``rint(x)`` (round half to even) for ``|x| < 2**51``.
-_RINT_MAGIC = 6755399441055744.0
 #: A pair reorders when the poor segment ends more than this many points above the good one.
 _MARGIN_TOL = 1e-9
 #: LP solutions within this distance of a box bound are snapped onto it (HiGHS feasibility tolerance).
@@ -502,7 +507,18 @@ class _Groups:
         return int(self.counts.shape[0])
 
 
+def _check_scorable(segments: Segments, rubric: Rubric) -> None:
+    """Refuse segments the rubric's own weights cannot score (never band them): see the module docstring."""
+    bad = unscorable_mask(segments.subscores, rubric)
+    if bad.any():
+        ids = segments.segment_ids[bad][:5].tolist()
+        raise ValueError(f"{int(bad.sum())} segment(s) are unscorable under rubric {rubric.label} (e.g. {ids}): its "
+                         f"weights {rubric.weights.as_dict()} put no weight on their observed dimensions (their "
+                         "answer_faithfulness is null); drop them or use weights that score them")
+
+
 def _group_segments(segments: Segments, rubric: Rubric) -> _Groups:
+    _check_scorable(segments, rubric)
     subs = segments.subscores
     observed = ~np.isnan(subs[:, 3])
     cap = _effective_caps(subs, segments.facts, rubric)
@@ -818,9 +834,9 @@ def _sweep(s0t, faith_mask, cap, counts, score0, code0, w, good, partial, group_
             num = w0 * s0t[0, u] + w1 * s0t[1, u] + w2 * s0t[2, u] + wo3 * s0t[3, u]
             raw = 10.0 * num / (den_null + wo3)
             capped = cap[u] if cap[u] < raw else raw
-            # rint(10 capped), round half to even: adding and removing 1.5 * 2**52 leaves exactly
-            # the nearest integer for |x| < 2**51 (no fast-math, so it is not folded away)
-            tenths = (capped * 10.0 + _RINT_MAGIC) - _RINT_MAGIC
+            # the scorer's round_tenths, operation for operation: half away from zero on the exact
+            # decimal value, copysign(floor(10 |capped| + 0.5 + TIE_TOLERANCE), capped) / 10
+            tenths = math.copysign(math.floor(abs(capped) * 10.0 + _HALF_UP), capped)
             score = tenths / 10.0
             code = 0 if score >= good else (1 if score >= partial else 2)
             c = counts[u]
@@ -864,8 +880,8 @@ def _compiled() -> Any:
     The loop performs exactly the scoring kernel's floating-point operations, in the same order:
     ``num = ((w0 s0 + w1 s1) + w2 s2) + w3 s3`` (``w3 = 0`` for a null faithfulness, as
     ``where(observed, w, 0)``), ``den = ((w0 + w1) + w2) + w3``, ``raw = (10 num) / den``,
-    ``capped = min(raw, cap)``, ``score = rint(10 capped) / 10`` (what ``numpy.round(x, 1)`` does),
-    then the band rule. No fast-math, so no reassociation or fused multiply-add: the tests check
+    ``capped = min(raw, cap)``, ``score = copysign(floor(10 |capped| + 0.5 + TIE_TOLERANCE), capped) / 10``
+    (what :func:`axon_eval.scoring.round_tenths` does), then the band rule. No fast-math, so no reassociation or fused multiply-add: the tests check
     bit-equality with ``score_frame`` for every vector.
     """
     global _tau_pairs_jit, _sweep_jit
@@ -1023,7 +1039,7 @@ def worst_case(segments: Segments | pd.DataFrame, rubric: Rubric | None = None, 
     s0 = groups.s0T.T
     raw_min, raw_max, w_min, w_max = _raw_extremes(s0, groups.observed, lower, upper, block=lp_block)
     capped_min, capped_max = np.minimum(raw_min, groups.cap), np.minimum(raw_max, groups.cap)
-    score_min, score_max = np.round(capped_min, 1), np.round(capped_max, 1)
+    score_min, score_max = round_tenths(capped_min), round_tenths(capped_max)
     # The kernel's band rule, applied to the two extreme scores.
     code_min = _cap_round_band(score_min, np.full_like(score_min, np.inf), rubric)[2]
     code_max = _cap_round_band(score_max, np.full_like(score_max, np.inf), rubric)[2]
@@ -1288,7 +1304,7 @@ def good_below_poor(segments: Segments | pd.DataFrame, rubric: Rubric | None = N
     example = None
     if best is not None and best_margin > _MARGIN_TOL:
         gi, pj, w = best
-        scores = np.round(_capped_at(s0[[gi, pj]], mask[[gi, pj]], groups.cap[[gi, pj]], np.tile(w, (2, 1))), 1)
+        scores = round_tenths(_capped_at(s0[[gi, pj]], mask[[gi, pj]], groups.cap[[gi, pj]], np.tile(w, (2, 1))))
         example = GoodBelowPoorExample(
             good_segment_id=segs.segment_ids[groups.first[gi]], poor_segment_id=segs.segment_ids[groups.first[pj]],
             weights=dict(zip(DIMENSIONS, w.tolist())), good_score=float(scores[0]), poor_score=float(scores[1]),
