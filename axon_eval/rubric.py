@@ -12,6 +12,10 @@ A rubric may also cap the score on a low subscore (:class:`SubscoreCap`, e.g. fa
 below 3 caps the score at 49; they enter the id only when declared, so ``axon-v1`` keeps its id), and a
 rubric file may start from a parent with ``extends: <packaged name or path>`` and give only what
 differs (:func:`resolve_extends`). ``axon-v1-faithcap`` is ``axon-v1`` plus that faithfulness cap.
+
+Every loading or validation problem raises :class:`RubricError` (a ``ValueError``, so the CLI exits 2
+with it): one line naming the file (or ``<dict>``), the field and what was expected; never a YAML
+traceback or a multi-line pydantic dump.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 #: The four judged dimensions, in causal order. These names are used verbatim everywhere.
 DIMENSIONS: tuple[str, ...] = ("intent_understood", "sql_quality", "result_relevance", "answer_faithfulness")
@@ -43,6 +47,53 @@ DEFAULT_RUBRIC = "axon-v1"
 #: answer mention, each numeric column's extremes and the last row.
 ROW_SAMPLERS: dict[str, int] = {"head": 1, "evidence": 1}
 DEFAULT_ROW_SAMPLER = "head"
+
+
+class RubricError(ValueError):
+    """A rubric that cannot be loaded or is invalid; the message is one line naming the source."""
+
+
+def _one_line_validation(exc: ValidationError) -> str:
+    """A pydantic ValidationError as ``field: problem (got value)`` items joined by ``; ``."""
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err.get("loc", ())) or "rubric"
+        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        got = "" if err.get("type") in ("value_error", "missing") or "input" not in err else f" (got {err['input']!r})"
+        parts.append(f"{loc}: {msg}{got}")
+    return "; ".join(" ".join(p.split()) for p in parts)
+
+
+def _validated(data: Any, source: str) -> Rubric:
+    try:
+        return Rubric.model_validate(data)
+    except ValidationError as exc:
+        raise RubricError(f"{source}: invalid rubric: {_one_line_validation(exc)}") from None
+
+
+def _read_yaml(path: Path, source: str) -> Any:
+    """Parse a rubric YAML file; unreadable, binary or malformed files are one-line RubricErrors."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RubricError(f"{source}: no such rubric file; expected a YAML file like axon_eval/rubrics/axon-v1.yaml") from None
+    except UnicodeDecodeError as exc:
+        raise RubricError(f"{source}: not a text YAML file (byte {exc.object[exc.start]:#04x} at offset "
+                          f"{exc.start} is not UTF-8); expected a rubric YAML file") from None
+    except OSError as exc:
+        raise RubricError(f"{source}: cannot read the rubric file ({exc.strerror or exc})") from None
+    return _parse_yaml(text, source)
+
+
+def _parse_yaml(text: str, source: str) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise RubricError(f"{source}: not valid YAML{where}: {' '.join(str(problem).split())}; expected a "
+                          "mapping of rubric fields (name, weights, caps, bands, ...)") from None
 
 
 class _Frozen(BaseModel):
@@ -184,8 +235,9 @@ class Rubric(_Frozen):
         if not ref.is_file():
             available = sorted(p.name.removesuffix(".yaml") for p in (resources.files("axon_eval") / "rubrics").iterdir()
                                if p.name.endswith(".yaml"))
-            raise ValueError(f"no packaged rubric {name!r}; available: {available}")
-        return cls.from_dict(yaml.safe_load(ref.read_text(encoding="utf-8")), source=f"packaged {name}")
+            raise RubricError(f"no packaged rubric {name!r}; available: {available}")
+        source = f"packaged {name}"
+        return cls.from_dict(_parse_yaml(ref.read_text(encoding="utf-8"), source), source=source)
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> Rubric:
@@ -194,18 +246,17 @@ class Rubric(_Frozen):
         A relative ``extends:`` path is resolved against this file's folder.
         """
         p = Path(path)
-        return cls.from_dict(yaml.safe_load(p.read_text(encoding="utf-8")), source=str(p), base_dir=p.parent)
+        return cls.from_dict(_read_yaml(p, str(p)), source=str(p), base_dir=p.parent)
 
     @classmethod
     def from_dict(cls, data: Any, source: str = "<dict>", base_dir: str | Path | None = None) -> Rubric:
         """Validate a rubric mapping; an ``extends`` key is resolved first (see :func:`resolve_extends`)."""
         if not isinstance(data, dict):
-            raise ValueError(f"{source}: a rubric must be a mapping, got {type(data).__name__}")
+            got = "an empty file" if data is None else f"a {type(data).__name__}"
+            raise RubricError(f"{source}: a rubric must be a mapping of fields (name, weights, caps, bands, ...), "
+                              f"got {got}")
         data = resolve_extends(data, source, base_dir)
-        try:
-            return cls.model_validate(data)
-        except Exception as exc:  # re-raise with the source named
-            raise ValueError(f"{source}: invalid rubric: {exc}") from exc
+        return _validated(data, source)
 
     @classmethod
     def resolve(cls, spec: str | Path | Rubric | None) -> Rubric:
@@ -223,15 +274,16 @@ class Rubric(_Frozen):
         """A validated copy with top-level fields replaced (``row_horizon=50``, ``weights={...}``)."""
         data = self.model_dump()
         data.update({k: (v.model_dump() if isinstance(v, BaseModel) else v) for k, v in changes.items()})
-        return Rubric.model_validate(data)
+        return _validated(data, f"rubric {self.name} ({', '.join(sorted(changes))} changed)")
 
     def with_weights(self, weights: dict[str, float] | Weights, *, normalise: bool = False, name: str | None = None) -> Rubric:
         """A copy with other nominal weights; ``normalise=True`` rescales them to sum to 1 first."""
         w = weights.as_dict() if isinstance(weights, Weights) else {d: float(weights[d]) for d in DIMENSIONS}
         if normalise:
             total = sum(w.values())
-            if total <= 0:
-                raise ValueError(f"cannot normalise weights with sum {total}")
+            if not total > 0:
+                raise RubricError(f"cannot normalise weights {w}: their sum is {total!r}; at least one weight must be "
+                                  "positive")
             w = {d: v / total for d, v in w.items()}
         return self.replace(weights=w, **({"name": name} if name else {}))
 
@@ -311,32 +363,34 @@ def resolve_extends(data: dict[str, Any], source: str = "<dict>", base_dir: str 
         return data
     parent_spec = data["extends"]
     if not isinstance(parent_spec, str) or not parent_spec.strip():
-        raise ValueError(f"{source}: 'extends' must name a packaged rubric or a YAML file, got {parent_spec!r}")
+        raise RubricError(f"{source}: 'extends' must name a packaged rubric or a YAML file, got {parent_spec!r}")
     if "name" not in data:
-        raise ValueError(f"{source}: a rubric that extends {parent_spec!r} must give its own 'name'")
+        raise RubricError(f"{source}: a rubric that extends {parent_spec!r} must give its own 'name'")
     if _looks_like_path(parent_spec):
         path = Path(parent_spec)
         if not path.is_absolute() and base_dir is not None:
             path = Path(base_dir) / path
         if not path.is_file():
-            raise ValueError(f"{source}: extends {parent_spec!r}, but there is no such file ({path})")
+            raise RubricError(f"{source}: extends {parent_spec!r}, but there is no such file ({path})")
         parent_source, parent_base = str(path.resolve()), path.parent
-        text = path.read_text(encoding="utf-8")
+        try:
+            parent = _read_yaml(path, parent_source)
+        except RubricError as exc:
+            raise RubricError(f"{source}: extends {parent_spec!r}, which cannot be loaded: {exc}") from None
     else:
         ref = resources.files("axon_eval") / "rubrics" / f"{parent_spec}.yaml"
         if not ref.is_file():
             available = sorted(p.name.removesuffix(".yaml") for p in (resources.files("axon_eval") / "rubrics").iterdir()
                                if p.name.endswith(".yaml"))
-            raise ValueError(f"{source}: extends unknown rubric {parent_spec!r}; packaged rubrics: {available}")
+            raise RubricError(f"{source}: extends unknown rubric {parent_spec!r}; packaged rubrics: {available}")
         parent_source, parent_base = f"packaged {parent_spec}", None
-        text = ref.read_text(encoding="utf-8")
+        parent = _parse_yaml(ref.read_text(encoding="utf-8"), parent_source)
     # Files are compared by resolved path, so a cycle through "a.yaml" and "./a.yaml" is still found.
     chain = _chain or ((str(Path(source).resolve()) if Path(source).is_file() else source),)
     if parent_source in chain:
-        raise ValueError(f"{source}: 'extends' forms a cycle: {' -> '.join((*chain, parent_source))}")
-    parent = yaml.safe_load(text)
+        raise RubricError(f"{source}: 'extends' forms a cycle: {' -> '.join((*chain, parent_source))}")
     if not isinstance(parent, dict):
-        raise ValueError(f"{source}: parent rubric {parent_spec!r} is not a mapping")
+        raise RubricError(f"{source}: parent rubric {parent_spec!r} is not a mapping")
     parent = resolve_extends(parent, parent_source, parent_base, (*chain, parent_source))
     child = {k: v for k, v in data.items() if k != "extends"}
     return _deep_merge(parent, child)

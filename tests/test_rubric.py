@@ -128,3 +128,65 @@ def test_with_weights_keeps_subscore_caps():
     r = Rubric.packaged("axon-v1-faithcap").with_weights({"intent_understood": 0.25, "sql_quality": 0.25,
                                                            "result_relevance": 0.25, "answer_faithfulness": 0.25})
     assert r.subscore_caps and r.name == "axon-v1-faithcap"
+
+
+# -- loading errors: one line naming the file and what was expected ----------------------------------------
+def _one_line_error(path):
+    from axon_eval.rubric import RubricError
+
+    with pytest.raises(RubricError) as err:
+        Rubric.resolve(str(path))
+    message = str(err.value)
+    assert "\n" not in message and str(path) in message
+    assert isinstance(err.value, ValueError)  # the CLI maps ValueError to exit 2
+    return message
+
+
+def test_malformed_yaml_is_one_line_with_its_position(tmp_path):
+    # Before: a yaml.scanner traceback (exit 1).
+    f = tmp_path / "malformed.yaml"
+    f.write_text("name: [x\n  weights: : :\n")
+    message = _one_line_error(f)
+    assert "not valid YAML at line 2" in message and "expected a mapping" in message
+
+
+def test_binary_and_empty_files_are_one_line(tmp_path):
+    f = tmp_path / "binary.yaml"
+    f.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")
+    assert "not a text YAML file" in _one_line_error(f)
+    g = tmp_path / "nul.yaml"
+    g.write_bytes(b"name: a\x00b\n")
+    assert "not valid YAML" in _one_line_error(g)
+    e = tmp_path / "empty.yaml"
+    e.write_text("")
+    assert "got an empty file" in _one_line_error(e)
+    assert "no such rubric file" in _one_line_error(tmp_path / "absent.yaml")
+
+
+def test_weight_sum_error_is_one_line_naming_field_and_expectation(tmp_path):
+    # Before: a multi-line pydantic ValidationError dump.
+    f = tmp_path / "heavy.yaml"
+    f.write_text(yaml.safe_dump({"extends": "axon-v1", "name": "heavy", "weights": {"intent_understood": 0.5},
+                                 "caps": {"no_tools": -4}}))
+    message = _one_line_error(f)
+    assert "weights: weights must sum to 1, got 1.2" in message
+    assert "caps.no_tools: Input should be greater than or equal to 0 (got -4)" in message
+
+
+def test_a_broken_parent_names_the_parent_file(tmp_path):
+    (tmp_path / "parent.yaml").write_text("weights: {intent_understood: [\n")
+    child = tmp_path / "child.yaml"
+    child.write_text(yaml.safe_dump({"extends": "parent.yaml", "name": "child"}))
+    message = _one_line_error(child)
+    assert "parent.yaml: not valid YAML" in message
+
+
+def test_cli_exits_2_with_one_line_for_a_malformed_rubric(tmp_path, capsys):
+    from axon_eval import cli
+
+    f = tmp_path / "malformed.yaml"
+    f.write_text("name: [x\n")
+    code = cli.main(["evaluate", "--turns", "data/turns/sample_turns.jsonl", "--judge", "heuristic",
+                     "--rubric", str(f), "--out", str(tmp_path / "runs"), "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith(f"error: {f}: not valid YAML")
