@@ -27,6 +27,17 @@ Unjudged rows (``status == "unjudged"``) carry ``NaN`` scores: they are never co
 excluded from score statistics and they are listed, with their reasons, by :func:`unjudged_table` and in
 :func:`summarise`.
 
+A segment the rubric cannot score (:class:`~axon_eval.scoring.UnscorableError`: a required dimension
+missing, or no weight on its observed dimensions) is **unscorable**, never banded and never ``poor``:
+its status is ``unscorable``; it is counted apart from the judged and the unjudged, left out of every
+band, score and cap figure, and listed with its reason by :func:`unscorable_table` and in
+:func:`summarise`. It is recognised by the scorer's reason (an ``error`` containing ``unscorable:``, as a
+run records it) or by judged rows without a score (a frame scored by ``score_frame``, whose
+``unscorable_reason`` is then the reason).
+
+The band of a segment's mean score is that mean rounded to 0.1 by the scorer's own rule
+(:func:`~axon_eval.scoring.round_tenths`: the exact decimal value, half away from zero).
+
 Results from different judges or rubrics are never silently mixed: :func:`summarise` (and every
 function that aggregates scores) raises :class:`MixedResultsError` when the frame holds more than one
 ``judge_id`` or ``rubric_id``, unless ``allow_mixed=True`` is passed, in which case the output says so.
@@ -43,10 +54,12 @@ import pandas as pd
 
 from .evidence import describe_invalid_lines, invalid_lines
 from .rubric import BANDS, CAP_FACTS, DIMENSIONS, Rubric
-from .scoring import f_describe
+from .scoring import UNSCORABLE_PREFIX, f_describe, round_tenths
 
 #: Status values of a results row (and of a segment).
 JUDGED, UNJUDGED = "judged", "unjudged"
+#: Status of a segment the rubric cannot score (segment tables only; see the module docstring).
+UNSCORABLE = "unscorable"
 #: Substrings of a judge id that mark a simulated judge (its verdicts are not a real model's).
 SIMULATED_MARKERS: tuple[str, ...] = ("noise(", "simulated(")
 #: Bands from worst to best: a tie between verdicts goes to the first.
@@ -108,8 +121,22 @@ def judged(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def unjudged(results: pd.DataFrame) -> pd.DataFrame:
-    """The rows without a score (judge error or unusable verdict); of a results or a segment table."""
+    """The rows without a score (judge error, unusable verdict or unscorable); of a results or a segment
+    table."""
     return results.loc[results["status"] != JUDGED]
+
+
+def _unscorable_rows(frame: pd.DataFrame, is_judged: np.ndarray, scores: pd.Series) -> tuple[np.ndarray, pd.Series]:
+    """(mask, reason) of results rows the scorer could not score: an unjudged row whose error carries the
+    scorer's reason, or a judged row without a score (its ``unscorable_reason``, else a generic reason)."""
+    error = frame["error"].astype("string") if "error" in frame.columns else pd.Series(pd.NA, index=frame.index,
+                                                                                        dtype="string")
+    by_error = (~is_judged) & error.str.contains(UNSCORABLE_PREFIX, regex=False).fillna(False).to_numpy(dtype=bool)
+    no_score = is_judged & scores.isna().to_numpy()
+    stored = (frame["unscorable_reason"].astype("string") if "unscorable_reason" in frame.columns
+              else pd.Series(pd.NA, index=frame.index, dtype="string"))
+    reason = error.where(by_error, stored.fillna(f"{UNSCORABLE_PREFIX}judged row without a score"))
+    return by_error | no_score, reason.where(by_error | no_score)
 
 
 def split_caps(value: Any) -> list[str]:
@@ -155,7 +182,9 @@ def segment_table(results: pd.DataFrame, rubric: Rubric | None = None) -> pd.Dat
     Columns: ``segment_id``; the per-segment constants present in ``results`` (``turn_id``, ``region``,
     ``question``, trajectory facts, ``judge_id``, ``rubric_id``, ...); ``n_samples`` (results rows),
     ``n_judged`` (judged samples), ``n_failed`` (unjudged samples), ``status`` (``judged`` when
-    ``n_judged >= 1``), ``error`` (an unjudged segment's reason: its first sample's error); the four
+    ``n_judged >= 1``; ``unscorable`` when no sample is judged and one could not be scored; else
+    ``unjudged``), ``error`` (an unjudged segment's reason: its first sample's error; an unscorable
+    segment's: the scorer's reason); the four
     dimensions and ``raw_score``/``score`` as means over the judged samples; ``score_sd``, ``score_min``,
     ``score_max``, ``score_range``; ``band`` (of the mean score), ``band_varies``; ``judge_verdict``
     (modal), ``verdict_matches_band``, ``verdict_agreement`` (share of samples); ``caps_applied`` (the
@@ -173,6 +202,8 @@ def segment_table(results: pd.DataFrame, rubric: Rubric | None = None) -> pd.Dat
     is_judged = (status == JUDGED).fillna(False).to_numpy(dtype=bool)
     scores = pd.to_numeric(frame["score"], errors="coerce")
     seg = frame["segment_id"]
+    unscorable_row, unscorable_reason = _unscorable_rows(frame, is_judged, scores)
+    is_judged = is_judged & ~unscorable_row
 
     # The example sample of each segment: lowest judged score first, then input order.
     order_key = pd.DataFrame({"seg": seg, "unjudged": ~is_judged, "score": scores.fillna(np.inf),
@@ -194,9 +225,15 @@ def segment_table(results: pd.DataFrame, rubric: Rubric | None = None) -> pd.Dat
     out["n_samples"] = n_samples.astype("int64")
     out["n_judged"] = n_judged
     out["n_failed"] = out["n_samples"] - out["n_judged"]
-    out["status"] = np.where(n_judged.to_numpy() > 0, JUDGED, UNJUDGED)
+    # A segment is unscorable when none of its samples is judged and one of them could not be scored.
+    n_unscorable = (pd.Series(unscorable_row, index=frame.index).groupby(seg, sort=False).sum()
+                    .reindex(first.index, fill_value=0).to_numpy())
+    out["status"] = np.where(n_judged.to_numpy() > 0, JUDGED, np.where(n_unscorable > 0, UNSCORABLE, UNJUDGED))
     error = first["error"] if "error" in first.columns else pd.Series(None, index=first.index, dtype=object)
-    out["error"] = error.where(out["status"] == UNJUDGED, None).astype(object)
+    first_reason = (unscorable_reason[unscorable_row].groupby(seg[unscorable_row], sort=False).first()
+                    .reindex(first.index))
+    error = error.astype(object).where(out["status"] != UNSCORABLE, first_reason.astype(object))
+    out["error"] = error.where(out["status"] != JUDGED, None).astype(object)
 
     value_cols = [c for c in (*DIMENSIONS, "raw_score", "score") if c in frame.columns]
     numeric = j[["segment_id"]].assign(**{c: pd.to_numeric(j[c], errors="coerce") for c in value_cols})
@@ -210,7 +247,7 @@ def segment_table(results: pd.DataFrame, rubric: Rubric | None = None) -> pd.Dat
     out["score_range"] = out["score_max"] - out["score_min"]
 
     stored_band = example["band"].astype(object)
-    mean_rounded = out["score"].round(1)
+    mean_rounded = round_tenths(out["score"].to_numpy(dtype=np.float64))
     computed = np.where(mean_rounded >= edges.good, "good", np.where(mean_rounded >= edges.partial, "partial", "poor"))
     out["band"] = np.where(n_judged.to_numpy() == 1, stored_band.to_numpy(),
                            np.where(n_judged.to_numpy() > 1, computed, None))
@@ -373,8 +410,8 @@ def verdict_agreement(results: pd.DataFrame, *, rubric: Rubric | None = None) ->
 
 def breakdown(results: pd.DataFrame, by: str | Sequence[str], *, rubric: Rubric | None = None,
               allow_mixed: bool = False) -> pd.DataFrame:
-    """Per group: segments, judged, unjudged, mean/min of the segments' (mean) scores and band shares
-    (of the judged segments).
+    """Per group: segments, judged, unjudged, unscorable, mean/min of the segments' (mean) scores and band
+    shares (of the judged segments).
 
     ``by`` is a column name (``region``, ``surface``, ``client``) or a list of them.
     """
@@ -389,7 +426,8 @@ def breakdown(results: pd.DataFrame, by: str | Sequence[str], *, rubric: Rubric 
         key = key if isinstance(key, tuple) else (key,)
         g = judged(group)
         row = dict(zip(keys, key, strict=True))
-        row.update(segments=len(group), judged=len(g), unjudged=len(group) - len(g),
+        row.update(segments=len(group), judged=len(g), unjudged=int((group["status"] == UNJUDGED).sum()),
+                   unscorable=int((group["status"] == UNSCORABLE).sum()),
                    mean_score=float(g["score"].mean()) if len(g) else np.nan,
                    min_score=float(g["score"].min()) if len(g) else np.nan)
         bands = g["band"].astype("string")
@@ -397,7 +435,7 @@ def breakdown(results: pd.DataFrame, by: str | Sequence[str], *, rubric: Rubric 
             row[f"share_{b}"] = float((bands == b).mean()) if len(g) else np.nan
         rows.append(row)
     if not rows:
-        return pd.DataFrame(columns=[*keys, "segments", "judged", "unjudged", "mean_score", "min_score",
+        return pd.DataFrame(columns=[*keys, "segments", "judged", "unjudged", "unscorable", "mean_score", "min_score",
                                      *(f"share_{b}" for b in BANDS)]).set_index(keys)
     return pd.DataFrame(rows).set_index(keys)
 
@@ -427,8 +465,19 @@ def worst_segments(results: pd.DataFrame, n: int = 5, *, rubric: Rubric | None =
 
 
 def unjudged_table(results: pd.DataFrame) -> pd.DataFrame:
-    """Every unjudged segment (no judged sample) with its reason. Never scored, never hidden."""
-    u = unjudged(_segments(results, None))
+    """Every unjudged segment (no judged sample) with its reason. Never scored, never hidden.
+    Unscorable segments are listed by :func:`unscorable_table` instead."""
+    segments = _segments(results, None)
+    u = segments.loc[segments["status"] == UNJUDGED]
+    cols = [c for c in ("segment_id", "turn_id", "n_samples", "judge_id", "error") if c in u.columns]
+    return u.loc[:, cols].reset_index(drop=True)
+
+
+def unscorable_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Every unscorable segment (judged, but the rubric cannot score it) with the scorer's reason in
+    ``error``. Never banded, never counted as poor."""
+    segments = _segments(results, None)
+    u = segments.loc[segments["status"] == UNSCORABLE]
     cols = [c for c in ("segment_id", "turn_id", "n_samples", "judge_id", "error") if c in u.columns]
     return u.loc[:, cols].reset_index(drop=True)
 
@@ -486,7 +535,9 @@ def summarise(results: pd.DataFrame, *, invalid: Iterable[Any] = (), rubric: Rub
     ``rows``                results rows (one per segment and judge sample)
     ``samples_per_segment`` ``{"min", "max", "mean"}`` results rows per segment
     ``repeated``            True when some segment has several samples (scores are then per-segment means)
-    ``judged`` / ``unjudged`` segments with at least one / no judged sample
+    ``judged`` / ``unjudged`` segments with at least one / no judged sample (``unjudged`` excludes the
+                            unscorable)
+    ``unscorable``          segments the rubric cannot score (never banded; see the module docstring)
     ``failed_samples``      unjudged samples of judged segments (left out of their segment's mean)
     ``invalid``             invalid input lines (distinct lines: one line may have several problems)
     ``invalid_problems``    invalid input line records (one per problem found)
@@ -506,6 +557,7 @@ def summarise(results: pd.DataFrame, *, invalid: Iterable[Any] = (), rubric: Rub
     ``judge_ids``, ``rubric_ids``, ``simulated`` (a simulated judge), ``mixed`` (a warning or ``None``),
     ``notes``               caveats in words (e.g. band edges taken from another rubric than the results')
     ``unjudged_items``      every unjudged segment with its reason
+    ``unscorable_items``    every unscorable segment with the scorer's reason
     ``failed_sample_items`` every failed sample of a judged segment with its reason
     ``invalid_items``       every invalid input line with its reason
 
@@ -542,7 +594,8 @@ def summarise(results: pd.DataFrame, *, invalid: Iterable[Any] = (), rubric: Rub
                                 "mean": _clean(per_segment.mean()) if len(per_segment) else None},
         "repeated": repeated,
         "judged": n_judged,
-        "unjudged": len(segments) - n_judged,
+        "unjudged": int((segments["status"] == UNJUDGED).sum()),
+        "unscorable": int((segments["status"] == UNSCORABLE).sum()),
         "failed_samples": int(j["n_failed"].sum()) if n_judged else 0,
         "invalid": len(invalid_lines(invalid_rows.to_dict("records"))),
         "invalid_problems": len(invalid_rows),
@@ -568,6 +621,8 @@ def summarise(results: pd.DataFrame, *, invalid: Iterable[Any] = (), rubric: Rub
         "mixed": warning,
         "notes": notes,
         "unjudged_items": [{k: _clean(v) for k, v in r.items()} for r in unjudged_table(results).to_dict("records")],
+        "unscorable_items": [{k: _clean(v) for k, v in r.items()}
+                             for r in unscorable_table(results).to_dict("records")],
         "failed_sample_items": [{k: _clean(v) for k, v in r.items()}
                                 for r in failed_samples_table(results).to_dict("records")],
         "invalid_items": [{k: _clean(v) for k, v in r.items()} for r in invalid_rows.to_dict("records")],
@@ -597,7 +652,9 @@ def format_summary(summary: Mapping[str, Any]) -> str:
                    "scores are per-segment means)")
     failed = summary.get("failed_samples", 0)
     lines.append(f"segments: {n_segments}{samples}  judged: {summary['judged']}  "
-                 f"unjudged: {summary['unjudged']}" + (f"  failed samples: {failed}" if failed else "")
+                 f"unjudged: {summary['unjudged']}"
+                 + (f"  unscorable: {summary['unscorable']}" if summary.get("unscorable") else "")
+                 + (f"  failed samples: {failed}" if failed else "")
                  + f"  invalid input lines: {summary['invalid']}"
                  + (f" ({summary['invalid_problems']} problems)"
                     if summary.get("invalid_problems", summary["invalid"]) != summary["invalid"] else ""))
@@ -632,6 +689,8 @@ def format_summary(summary: Mapping[str, Any]) -> str:
         lines.append(f"note: {note}")
     for item in summary["unjudged_items"]:
         lines.append(f"  UNJUDGED {item['segment_id']}: {item.get('error')}")
+    for item in summary.get("unscorable_items") or ():
+        lines.append(f"  UNSCORABLE {item['segment_id']}: {item.get('error')}")
     for item in summary.get("failed_sample_items") or ():
         lines.append(f"  FAILED SAMPLE {item['segment_id']} sample {item.get('sample_index')}: {item.get('error')}")
     for text in describe_invalid_lines(summary["invalid_items"]):

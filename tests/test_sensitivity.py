@@ -482,3 +482,28 @@ def test_no_weight_vector_in_the_box_beats_the_exact_worst_case(rows, d, positio
     bound = S.score_shift_bound(rubric, d)
     # rounding both the nominal and the extreme score to 0.1 adds at most 0.1 to the raw bound
     assert (wc["max_rise"] <= bound.max_rise + 0.1).all() and (wc["max_fall"] <= bound.max_fall + 0.1).all()
+
+
+# -- unscorable segments and the rounding rule (issue 19) ------------------------------------------------
+def test_segments_the_nominal_rubric_cannot_score_are_refused_never_banded():
+    # All the nominal weight on faithfulness: a segment whose faithfulness is null has no score. Before,
+    # the sweep and the worst case banded it "poor" (NaN compares False against every band edge).
+    faith_only = Rubric.default().with_weights({"intent_understood": 0, "sql_quality": 0, "result_relevance": 0,
+                                                "answer_faithfulness": 1})
+    segs = S.Segments.from_arrays(np.array([[5, 5, 5, np.nan], [5, 5, 5, 7]]), np.zeros((2, 3), bool),
+                                  segment_ids=["null-faith", "scored"])
+    w = np.array([[0.05, 0.0, 0.0, 0.95]])
+    for call in (lambda: S.sweep_weights(segs, w, faith_only), lambda: S.score_matrix(segs, w, faith_only),
+                 lambda: S.worst_case(segs, faith_only, 0.05)):
+        with pytest.raises(ValueError, match=r"1 segment\(s\) are unscorable.*null-faith"):
+            call()
+
+
+def test_sweep_rounds_ties_half_away_from_zero_like_the_scorer():
+    # (9, 0, 0, null) under the nominal weights is exactly 33.75: 33.8 on every path (was 33.7).
+    segs = S.Segments.from_arrays(np.array([[9, 0, 0, np.nan], [8, 6, 4, np.nan]]), np.zeros((2, 3), bool))
+    nominal = np.array([[0.30, 0.25, 0.25, 0.20]])
+    assert S.score_matrix(segs, nominal).tolist() == [[33.8, 61.3]]
+    sweep = S.sweep_weights(segs, nominal)
+    assert sweep.per_segment["nominal_score"].tolist() == [33.8, 61.3]
+    assert sweep.per_vector["max_abs_delta"].iloc[0] == 0.0

@@ -301,3 +301,59 @@ def test_saved_standard_figures_include_the_spread_of_a_repeated_run(results, tm
     assert all(p.read_bytes().startswith(plots.PNG_SIGNATURE) for p in paths)
     single = plots.save_standard_figures(results[results["sample_index"] == 0], None, tmp_path / "one")
     assert "score_spread.png" not in {p.name for p in single}
+
+
+# -- unscorable segments and the rounding of a mean (issue 19) ----------------------------------------------
+FAITH_ONLY = Rubric.default().with_weights({"intent_understood": 0, "sql_quality": 0, "result_relevance": 0,
+                                            "answer_faithfulness": 1})
+
+
+def test_unscorable_segments_are_counted_apart_never_banded_poor():
+    # Scored with all the weight on faithfulness: the segments whose faithfulness is null (s % 7 == 3)
+    # cannot be scored. Before, score_frame banded them "poor" and band_table counted them as poor.
+    frame = repeated_results(n_samples=1, rubric=FAITH_ONLY)
+    null_faith = frame["answer_faithfulness"].isna()
+    assert null_faith.sum() == 14 and frame.loc[null_faith, "band"].isna().all()
+    scorable = frame.loc[~null_faith]
+    expected_poor = int((10 * scorable["answer_faithfulness"].clip(0, 10)).pipe(
+        lambda v: v.where(~scorable["no_tools"], v.clip(upper=40))).lt(50).sum())
+    s = summarise(frame, rubric=FAITH_ONLY)
+    assert (s["judged"], s["unjudged"], s["unscorable"]) == (N_SEGMENTS - 14, 0, 14)
+    assert s["band_counts"]["poor"] == expected_poor
+    assert sum(s["band_counts"].values()) == N_SEGMENTS - 14
+    assert sum(s["band_shares"].values()) == pytest.approx(1.0)
+    ids = sorted(frame.loc[null_faith, "segment_id"])
+    assert sorted(i["segment_id"] for i in s["unscorable_items"]) == ids
+    assert all("no weight on the observed dimensions" in i["error"] for i in s["unscorable_items"])
+    table = summaries.band_table(frame, rubric=FAITH_ONLY)
+    assert table.loc["poor", "count"] == expected_poor and table["count"].sum() == N_SEGMENTS - 14
+    assert summaries.cap_table(frame, rubric=FAITH_ONLY)["triggered"].loc["no_tools"] == int(
+        scorable["no_tools"].sum())
+    assert summaries.breakdown(frame, "region", rubric=FAITH_ONLY)["unscorable"].sum() == 14
+    text = format_summary(s)
+    assert "unscorable: 14" in text and text.count("UNSCORABLE seg-") == 14
+
+
+def test_a_run_row_the_scorer_refused_is_unscorable_with_its_reason(results):
+    # A run records an UnscorableError as an unjudged row whose error carries the scorer's reason.
+    from axon_eval.scoring import UnscorableError, score_turn
+
+    with pytest.raises(UnscorableError) as err:
+        score_turn({"intent_understood": 5, "sql_quality": 5, "result_relevance": 5, "answer_faithfulness": None},
+                   dict.fromkeys(CAP_FACTS, False), FAITH_ONLY)
+    frame = make_unjudged(results, results["segment_id"] == "seg-010", f"verdict could not be scored: {err.value}")
+    frame = make_unjudged(frame, results["segment_id"] == "seg-011", "judge could not grade: HTTP 529")
+    s = summarise(frame)
+    assert (s["unjudged"], s["unscorable"]) == (1, 1)
+    assert [i["segment_id"] for i in s["unscorable_items"]] == ["seg-010"]
+    assert [i["segment_id"] for i in s["unjudged_items"]] == ["seg-011"]
+    assert segment_table(frame).set_index("segment_id").loc["seg-010", "status"] == "unscorable"
+
+
+def test_band_of_a_mean_score_rounds_the_exact_value_half_away_from_zero():
+    # Samples 79.8 and 80.1: the mean is exactly 79.95, binary 79.94999999999999; half away from zero
+    # gives 80.0, good (pandas' round gave 79.9, partial).
+    frame = repeated_results(n_segments=2, n_samples=2)
+    frame.loc[frame["segment_id"] == "seg-000", "score"] = [79.8, 80.1]
+    table = segment_table(frame).set_index("segment_id")
+    assert table.loc["seg-000", "band"] == "good"
