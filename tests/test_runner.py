@@ -48,6 +48,27 @@ def smoke_run(tmp_path_factory):
     return out, result
 
 
+def table_cells_for_people(executed: nbformat.NotebookNode) -> list[str]:
+    """Every cell of every table (pandas or Styler HTML) the executed notebook displays."""
+    import re
+
+    html = [o.data["text/html"] for c in executed.cells if c.cell_type == "code" for o in c.outputs
+            if "text/html" in o.get("data", {}) and ("dataframe" in o.data["text/html"] or "<style" in o.data["text/html"])]
+    return [cell.strip() for page in html for cell in re.findall(r"<td[^>]*>([^<]*)</td>", page)]
+
+
+def unfit_for_people(cell: str) -> bool:
+    """A number no person should be shown: scientific notation, None/nan, or a decimal with more than three
+    significant digits (``0.639175``, ``105.000``)."""
+    import re
+
+    if cell in ("None", "nan", "NaN", "<NA>") or re.fullmatch(r"-?[\d.]+e[-+]?\d+", cell):
+        return True
+    if re.fullmatch(r"-?[\d,]*\.\d+", cell):
+        return len(cell.replace("-", "").replace(",", "").replace(".", "").lstrip("0")) > 3
+    return False
+
+
 # -- the evaluation notebook -----------------------------------------------------------------------------
 @pytest.mark.slow
 def test_smoke_run_of_the_evaluation_notebook(smoke_run):
@@ -98,6 +119,22 @@ def test_smoke_run_of_the_evaluation_notebook(smoke_run):
     page = (folder / "01_evaluate.html").read_text()
     assert "runs.evaluate(" not in page, "code cells must be hidden in the HTML export"
     assert "constructed" in page and "Unjudged segments" in page
+
+
+@pytest.mark.slow
+def test_smoke_run_shows_the_band_kappa_first_and_numbers_for_people(smoke_run):
+    _, result = smoke_run
+    executed = nbformat.read(result.run_dir / "01_evaluate.ipynb", as_version=4)
+    markdown = "\n".join(o.data["text/markdown"] for c in executed.cells if c.cell_type == "code" for o in c.outputs
+                         if "text/markdown" in o.get("data", {}))
+    band, verdict = "score band vs labels (Cohen's kappa)", "judge verdict vs labels (Cohen's kappa)"
+    assert band in markdown and verdict in markdown and markdown.index(band) < markdown.index(verdict)
+    cells = table_cells_for_people(executed)
+    assert len(cells) > 50 and "64%" not in cells  # shares read as percentages (the smoke run has 9 segments)
+    assert any(c.endswith("%") for c in cells)
+    assert [c for c in cells if unfit_for_people(c)] == []
+    page = (result.run_dir / "report.html").read_text()  # the labels the run recorded are compared there too
+    assert page.index("score band vs labels (Cohen&#x27;s kappa)") < page.index("judge verdict vs labels (Cohen&#x27;s")
 
 
 @pytest.mark.slow
@@ -285,3 +322,54 @@ def test_a_manifest_the_notebook_leaves_unreadable_is_a_warning_not_silence(tmp_
     manifest = json.loads((result.run_dir / "manifest.json").read_text())
     assert manifest["status"] == "complete" and manifest["kind"] == "notebook"
     assert any("manifest.json the notebook left could not be read" in w for w in manifest["warnings"])
+
+
+# -- rerun: notebook runs are executed again -------------------------------------------------------------
+@pytest.mark.slow
+def test_rerun_of_a_notebook_run_executes_the_notebook_again_and_no_cache_judges_again(smoke_run, tmp_path, capsys):
+    _out, first = smoke_run
+    again = tmp_path / "again"
+    code = cli.main(["rerun", str(first.run_dir), "--out", str(again), "--no-cache", "--quiet"])
+    text = capsys.readouterr().out
+    assert code == 0, text
+    (folder,) = [p for p in again.iterdir() if not p.name.startswith(".")]
+    # the notebook ran again (an executed copy and its HTML), not a headless evaluate of its evidence
+    assert (folder / "01_evaluate.ipynb").is_file() and (folder / "01_evaluate.html").is_file()
+    m = load_run(folder).manifest
+    assert m.notebook["source"] == "notebooks/01_evaluate.ipynb" and m.name == first.manifest.name
+    assert json.loads((folder / "params.json").read_text())["limit"] == 8
+    # --no-cache: nothing was served from a cache, every segment judged again
+    assert m.cache_hits == 0 and m.cache_misses == m.counts.samples == first.manifest.counts.samples
+    assert "verdict cache: 0 hit(s)" in text and "IDENTICAL" in text and "NOT identical" not in text
+
+
+def _tiny_study(tmp_path: Path) -> Path:
+    params = new_code_cell("seed = 1\nrun_dir = None")
+    params.metadata["tags"] = ["parameters"]
+    nb = new_notebook(cells=[params, new_code_cell(
+        "import random\nfrom axon_eval.runs.study import write_study\n"
+        "write_study(run_dir, {'headline': seed + 1, 'made_in': str(run_dir), 'draw': random.random()},\n"
+        "            study='tiny', simulated=False)")],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    path = tmp_path / "tiny_study.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+@pytest.mark.slow
+def test_rerun_of_a_study_run_executes_it_again_and_names_the_figures_that_differ(tmp_path, capsys, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'scratch'\n")  # tmp_path is the repository
+    monkeypatch.chdir(tmp_path)
+    study = run_notebook(_tiny_study(tmp_path), {"seed": 4}, out_dir="runs", export_html=False)
+    assert study.status == "complete" and study.manifest.kind == "study"
+    # recorded paths are relative to the repository root
+    assert json.loads((study.run_dir / "params.json").read_text())["run_dir"] == f"runs/{study.run_dir.name}"
+    assert study.manifest.notebook["source"] == "tiny_study.ipynb"
+    code = cli.main(["rerun", str(study.run_dir), "--quiet"])
+    captured = capsys.readouterr()
+    text = captured.out
+    assert code == 7, captured.err  # the unseeded draw differs; the run folder it names does not count
+    assert "study.json differs in 1 figure(s):" in text and "  draw: " in text
+    assert "made_in" not in text and "headline" not in text
+    (new,) = [p for p in (tmp_path / "runs").iterdir() if p != study.run_dir]
+    assert json.loads((new / "study.json").read_text())["headline"] == 5  # params.json (seed 4) was used

@@ -39,6 +39,27 @@ STUDY_KEYS = {"study", "judge_id", "n_segments", "by_horizon", "goal_met", "simu
 FIGURES = {"horizon_curves.png", "horizon_prompt_size.png", "horizon_delta_vs_size.png"}
 
 
+def table_cells_for_people(executed: nbformat.NotebookNode) -> list[str]:
+    """Every cell of every table (pandas or Styler HTML) the executed notebook displays."""
+    import re
+
+    html = [o.data["text/html"] for c in executed.cells if c.cell_type == "code" for o in c.outputs
+            if "text/html" in o.get("data", {}) and ("dataframe" in o.data["text/html"] or "<style" in o.data["text/html"])]
+    return [cell.strip() for page in html for cell in re.findall(r"<td[^>]*>([^<]*)</td>", page)]
+
+
+def unfit_for_people(cell: str) -> bool:
+    """A number no person should be shown: scientific notation, None/nan, or a decimal with more than three
+    significant digits (``0.639175``, ``105.000``)."""
+    import re
+
+    if cell in ("None", "nan", "NaN", "<NA>") or re.fullmatch(r"-?[\d.]+e[-+]?\d+", cell):
+        return True
+    if re.fullmatch(r"-?[\d,]*\.\d+", cell):
+        return len(cell.replace("-", "").replace(",", "").replace(".", "").lstrip("0")) > 3
+    return False
+
+
 # -- the committed notebook ----------------------------------------------------------------------------------
 def test_notebook_has_one_parameters_cell_no_outputs_and_no_definitions():
     nb = assert_thin_notebook(NOTEBOOK)
@@ -126,6 +147,18 @@ def test_smoke_run_writes_the_study_folder(smoke_runs):
     assert results["segment_id"].nunique() == smoke["limit"]
     assert len(results) == smoke["limit"] * len(smoke["horizons"]) * len(smoke["samplers"])
     assert (results["status"] == "judged").all()
+
+
+@pytest.mark.slow
+def test_smoke_tables_count_unjudged_items_and_show_numbers_for_people(smoke_runs):
+    _base, first, _second = smoke_runs
+    executed = nbformat.read(first.run_dir / "04_row_horizon.ipynb", as_version=4)
+    html = "".join(o.data.get("text/html", "") for c in executed.cells if c.cell_type == "code" for o in c.outputs
+                   if "data" in o)
+    assert ">defects_unjudged<" in html and ">correct_unjudged<" in html
+    cells = table_cells_for_people(executed)
+    assert len(cells) > 50 and any(c.endswith("%") for c in cells)
+    assert [c for c in cells if unfit_for_people(c)] == []
 
 
 @pytest.mark.slow
