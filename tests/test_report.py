@@ -487,3 +487,52 @@ def test_an_undefined_kappa_is_said_not_drawn_as_a_zero_bar():
     words = [t.get_text() for t in margin.axes[0].texts]
     assert "undefined (n 0)" in words and "n 10" in words
     assert [p.get_height() for p in margin.axes[0].patches] == [pytest.approx(0.8)]
+
+
+# -- axon_eval.display: the numbers people read ----------------------------------------------------------------
+@pytest.mark.parametrize(("value", "text"), [
+    (0.61635, "0.616"), (77.53, "77.5"), (8.8247, "8.82"), (12345.6, "12,346"), (4.09e-15, "0"), (-4.09e-15, "0"),
+    (97.0, "97"), (3, "3"), (1_000_000, "1,000,000"), (None, "n/a"), (float("nan"), "n/a"), (pd.NA, "n/a"),
+    (True, "yes"), (0.5, "0.5")])
+def test_fmt_number_known_answers(value, text):
+    from axon_eval.display import fmt_number
+
+    assert fmt_number(value) == text
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (0.639175, "64%"), (0.0309, "3.1%"), (0.05, "5%"), (0.999, "99.9%"), (0.99995, ">99.9%"), (1.0, "100%"),
+    (0.0, "0%"), (0.0004, "<0.1%"), (None, "n/a")])
+def test_fmt_share_known_answers(value, text):
+    from axon_eval.display import fmt_share
+
+    assert fmt_share(value) == text
+
+
+def test_fmt_number_is_plain_decimal_within_its_rounding():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from axon_eval.display import MAX_DECIMALS, SIGNIFICANT_DIGITS, fmt_number
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.floats(min_value=-1e9, max_value=1e9, allow_nan=False))
+    def check(x):
+        text = fmt_number(x)
+        assert "e" not in text and "nan" not in text and text != "-0"
+        back = float(text.replace(",", ""))
+        # rounded to d decimals, d = clamp(sig - 1 - floor(log10|x|), 0, MAX_DECIMALS): error <= half a unit
+        d = 0 if x == 0 else min(max(SIGNIFICANT_DIGITS - 1 - int(np.floor(np.log10(abs(x)))), 0), MAX_DECIMALS)
+        assert abs(back - x) <= 0.5 * 10 ** -d + 1e-9 * max(1.0, abs(x))
+
+    check()
+
+
+def test_people_table_reads_shares_by_name_and_never_shows_none():
+    from axon_eval.display import people_table
+
+    frame = pd.DataFrame({"count": [62, 15], "share": [0.639175, np.nan], "mean_score": [77.5349, None],
+                          "label": ["good", None]})
+    out = people_table(frame)
+    assert out.to_dict("list") == {"count": ["62", "15"], "share": ["64%", "n/a"], "mean_score": ["77.5", "n/a"],
+                                   "label": ["good", "n/a"]}
