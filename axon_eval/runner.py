@@ -441,9 +441,12 @@ def run_notebook(
     executed = run_dir / nb_src.name
     html_path = executed.with_suffix(".html")
 
-    effective["run_dir"] = str(run_dir)
+    # paths are recorded relative to the repository root; a notebook outside any repository (no
+    # pyproject.toml above it) has none, so its paths are recorded absolute and stay findable
+    record_root = root if (root / "pyproject.toml").exists() else None
+    rel = lambda q: relative_to_root(q, record_root)  # noqa: E731 - a tiny local alias
+    effective["run_dir"] = rel(run_dir)  # the kernel gets the absolute folder; the record stays relative
     params_record = redact_secrets(to_jsonable(effective))
-    rel = lambda q: relative_to_root(q, root)  # noqa: E731 - a tiny local alias
     source_sha = file_sha256(nb_src)
     notebook_info = {"source": rel(nb_src), "source_sha256": source_sha, "executed": rel(executed),
                      "html": None, "kernel": kernel, "parameters_given": redact_secrets(to_jsonable(given))}

@@ -168,7 +168,7 @@ def _cmd_rerun(args: argparse.Namespace) -> int:
     from .runs import InputChangedError, load_run, rerun
 
     try:
-        new_dir, comparison = rerun(args.run, out_dir=args.out, progress=not args.quiet)
+        new_dir, comparison = rerun(args.run, out_dir=args.out, progress=not args.quiet, cache=not args.no_cache)
     except (InputChangedError, *_judge_errors(), *_USAGE_ERRORS) as exc:
         return _usage_error(exc)
     print(f"run folder: {new_dir} (re-run of {args.run})")
@@ -308,12 +308,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_cmd_report)
 
     p = sub.add_parser("rerun", help="execute a run again from its own folder and compare the results",
-                       description="Re-execute a notebook run with its params.json, or an evaluate/rejudge run with "
-                       "its recorded evidence (hash-checked), judge and rubric; then compare. Exit 7 when the "
-                       "results differ.")
+                       description="Re-execute a notebook run (evaluation, study, reference grading) with its "
+                       "params.json, or an evaluate/rejudge run with its recorded evidence, judge and rubric, "
+                       "into a new folder, after checking its inputs are unchanged; then compare results.parquet "
+                       "segment by segment and study.json figure by figure. Exit 7 when they differ.")
     p.add_argument("run", help="run folder")
     p.add_argument("--out", default=None, help="parent folder of the new run (default: the source's parent)")
     p.add_argument("--top", type=_non_negative_int, default=10, help="largest changes to print")
+    p.add_argument("--no-cache", action="store_true",
+                   help="judge every verdict again (an empty cache; the shared verdict cache is not touched)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(handler=_cmd_rerun)
 

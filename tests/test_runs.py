@@ -503,3 +503,57 @@ def test_a_run_folder_whose_manifest_cannot_be_read_is_noted_in_the_new_manifest
     (note,) = [w for w in run.manifest.warnings if "could not be read" in w]
     assert "2026-01-01T000000Z_nb" in note and "ValidationError" in note
     assert note in json.loads((folder / "manifest.json").read_text())["warnings"]
+
+
+def test_study_differences_ignore_run_folder_names_and_provenance_keys():
+    from axon_eval.runs.derive import study_differences
+
+    a = {"study": "s", "source_run": "runs/2026-01-01T000000Z_src_heuristic", "cache_hits": 3,
+         "rows": [1, 2.5], "candidate": {"rescored_run": "runs/2026-01-01T000001Z_rescore-src_heuristic", "n": 4}}
+    b = {"study": "s", "source_run": "runs/2026-02-02T101010Z_src_heuristic-2", "cache_hits": 0,
+         "rows": [1, 2.5], "candidate": {"rescored_run": "runs/2026-02-02T101011Z_rescore-src_heuristic", "n": 4}}
+    assert study_differences(a, b) == []
+    b["rows"] = [1, 2.75]
+    b["candidate"]["n"] = 5
+    b["extra"] = True
+    assert study_differences(a, b) == ["candidate.n: 4 -> 5", "extra: only in B", "rows[1]: 2.5 -> 2.75"]
+
+
+def test_a_study_manifest_records_its_rubric_name(tmp_path, evidence):
+    from axon_eval.runs.study import study_folder, write_study
+
+    source = run_eval(evidence, ScriptedJudge(), tmp_path / "runs")
+    folder = study_folder(None, "a-study", out_dir=tmp_path / "runs")
+    write_study(folder, {"n": 1}, study="a-study", simulated=False, source_run=source.run_dir,
+                rubric_id=source.manifest.rubric_id)
+    m = json.loads((folder / "manifest.json").read_text())
+    assert (m["rubric_id"], m["rubric_name"]) == (Rubric.default().id, "axon-v1")
+    # no source run: the packaged rubric with that id names it
+    other = study_folder(None, "b-study", out_dir=tmp_path / "runs")
+    write_study(other, {"n": 1}, study="b-study", simulated=False, rubric_id=Rubric.packaged("axon-v1-faithcap").id)
+    assert json.loads((other / "manifest.json").read_text())["rubric_name"] == "axon-v1-faithcap"
+    # a rubric id nothing names stays unnamed rather than guessed
+    third = study_folder(None, "c-study", out_dir=tmp_path / "runs")
+    write_study(third, {"n": 1}, study="c-study", simulated=False, rubric_id="0123456789ab")
+    assert json.loads((third / "manifest.json").read_text())["rubric_name"] is None
+
+
+def test_derived_runs_record_their_source_relative_to_the_repository(tmp_path, evidence, monkeypatch):
+    """Paths inside the repository are recorded relative to it, whatever form the caller gave them in."""
+    from axon_eval.runs.compare import compare_runs, write_comparison
+
+    root = tmp_path / "repo"
+    (root / "runs").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    monkeypatch.chdir(root)
+    source = run_eval(evidence, ScriptedJudge(), root / "runs")
+    absolute = source.run_dir.resolve()
+    rel = f"runs/{absolute.name}"
+    rescored = rescore(absolute, Rubric.default(), figures=False)
+    assert rescored.manifest.source_run == rel and rescored.manifest.params["source_run"] == rel
+    rejudged = rejudge(absolute, ScriptedJudge(), figures=False, progress=False)
+    assert rejudged.manifest.source_run == rel and rejudged.manifest.params["source_run"] == rel
+    folder = write_comparison(compare_runs(absolute, rescored.run_dir.resolve()), root / "runs")
+    m = json.loads((folder / "manifest.json").read_text())
+    assert m["params"]["run_a"] == rel and m["source_run"] == rel
+    assert json.loads((folder / "comparison.json").read_text())["run_b"] == f"runs/{rescored.run_dir.name}"

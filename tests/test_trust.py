@@ -180,7 +180,7 @@ def test_rerun_of_an_evaluate_run_is_identical(tmp_path, evidence):
     first = _evaluate(evidence, "heuristic", tmp_path / "runs")
     new_dir, comparison = rerun(first.run_dir)
     assert new_dir != first.run_dir and comparison.identical
-    assert comparison.n_compared == len(first.results) and comparison.max_abs_delta == 0
+    assert comparison.results.n_compared == len(first.results) and comparison.results.max_abs_delta == 0
 
 
 def test_rerun_cli_of_a_notebook_run_accepts_its_own_params_json(tmp_path, capfd):

@@ -33,9 +33,14 @@ from ..rubric import BANDS, DIMENSIONS, Rubric
 from .io import iso, new_run_dir, to_jsonable, utc_now, write_json, write_parquet, atomic_write_text
 from .load import Run, load_run
 from .manifest import RunCounts, RunManifest
-from .provenance import package_versions
+from .provenance import package_versions, relative_to_root, repository_root
 
 KEY = ["segment_id", "sample_index"]
+
+
+def _rel(path: str | Path) -> str:
+    """A run folder as recorded: relative to the repository root when inside it."""
+    return relative_to_root(path, repository_root())
 
 
 def _rubric_of(run: Run) -> Rubric | None:
@@ -95,7 +100,7 @@ class RunComparison:
     def to_json(self) -> dict[str, Any]:
         """The headline figures (JSON-safe)."""
         return to_jsonable({
-            "run_a": self.run_a, "run_b": self.run_b, "judge_a": self.judge_a, "judge_b": self.judge_b,
+            "run_a": _rel(self.run_a), "run_b": _rel(self.run_b), "judge_a": self.judge_a, "judge_b": self.judge_b,
             "rubric_a": self.rubric_a, "rubric_b": self.rubric_b, "same_evidence": self.same_evidence,
             "n_matched": self.n_matched, "n_compared": self.n_compared, "mean_delta": self.mean_delta,
             "mean_delta_ci95": list(self.mean_delta_ci) if self.mean_delta_ci else None,
@@ -278,8 +283,8 @@ def write_comparison(c: RunComparison, out_dir: str | Path | None = None, *, nam
     atomic_write_text(folder / "compare.html", _html(c, figures, top))
     manifest = RunManifest(run_id=folder.name, status="complete", kind="compare", name=name,
                            rubric_id=c.rubric_b, judge_id=c.judge_b, packages=package_versions(),
-                           params={"run_a": c.run_a, "run_b": c.run_b, "seed": c.seed, "n_boot": c.n_boot},
-                           seed=c.seed, started_at=iso(started), ended_at=iso(utc_now()), source_run=c.run_a,
+                           params={"run_a": _rel(c.run_a), "run_b": _rel(c.run_b), "seed": c.seed, "n_boot": c.n_boot},
+                           seed=c.seed, started_at=iso(started), ended_at=iso(utc_now()), source_run=_rel(c.run_a),
                            counts=RunCounts(segments=c.n_matched, judged=c.n_compared,
                                             unjudged=c.n_matched - c.n_compared, samples=c.n_matched))
     manifest.write(folder)

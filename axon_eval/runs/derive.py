@@ -4,17 +4,24 @@ another rubric, no judge calls) and ``rerun`` (the same run again from its own f
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..evidence import invalid_lines
 from ..rubric import Rubric
 from .evaluate import RunWriter, evaluate, fail_run, record_git
-from .io import file_sha256, iso, new_run_dir, to_jsonable, utc_now, write_json, write_jsonl
+from .io import CACHE_ENV, file_sha256, iso, new_run_dir, to_jsonable, utc_now, write_json, write_jsonl
 from .load import Run, audit_path, iter_verdicts, load_run
 from .manifest import RunCounts, RunManifest, status_for
-from .provenance import repository_root, package_versions, redact_secrets, resolve_recorded
+from .provenance import package_versions, redact_secrets, relative_to_root, repository_root, resolve_recorded
 from .rows import SegmentItem
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -74,7 +81,7 @@ def rejudge(
         rubric_obj = Rubric.resolve(rubric)
     folder = Path(run_folder)
     params = {k: v for k, v in source.params.items() if k not in {"run_dir"}}
-    params.update({"source_run": str(folder)})
+    params.update({"source_run": relative_to_root(folder, repository_root())})
     return evaluate(
         path, judge, rubric_obj,
         out_dir=out_dir if out_dir is not None else folder.parent,
@@ -122,7 +129,7 @@ def rescore(
     folder = new_run_dir(out, name, sm.judge_spec or sm.judge_id, now=started)
     params = {**{k: v for k, v in source.params.items() if k != "run_dir"},
               "rubric": rubric.label, "row_horizon": rubric.row_horizon, "name": name,
-              "source_run": str(source.run_dir)}
+              "source_run": relative_to_root(source.run_dir, repository_root())}
     manifest = RunManifest(
         run_id=folder.name, status="running", kind="rescore", name=name, judge_id=sm.judge_id,
         judge_spec=sm.judge_spec, judge_model=sm.judge_model, judge_endpoint=sm.judge_endpoint,
@@ -130,7 +137,7 @@ def rescore(
         rubric_id=rubric.id, rubric_name=rubric.name, rubric=rubric.model_dump(mode="json"),
         packages=package_versions(), input_files=dict(sm.input_files), turns_file=sm.turns_file,
         params=redact_secrets(to_jsonable(params)), seed=sm.seed, started_at=iso(started),
-        counts=RunCounts(invalid=len(invalid_lines(source.invalid))), source_run=str(source.run_dir), warnings=warnings,
+        counts=RunCounts(invalid=len(invalid_lines(source.invalid))), source_run=params["source_run"], warnings=warnings,
         cache_hits=0, cache_misses=0, cost_usd=0.0,
     )
     writer: RunWriter | None = None
@@ -184,40 +191,199 @@ def rescore(
                invalid=list(source.invalid))
 
 
-def rerun(run_folder: str | Path, *, out_dir: str | Path | None = None, progress: bool = False) -> tuple[Any, Any]:
-    """Execute a run again from its own folder and compare the new results with the old ones.
+#: A run folder's name (:func:`~axon_eval.runs.io.new_run_dir`): ``<date>T<time>Z_<name>[_<judge>][-<n>]``.
+RUN_FOLDER_NAME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{6}Z_[^/\\\s\"']*")
+#: ``study.json`` keys that say how a run was made rather than what it found (which source folder a
+#: study evaluated for itself, how many views its cache served): a re-run may differ in them.
+STUDY_PROVENANCE_KEYS = ("source_run", "cache_hits", "judged_now")
 
-    A notebook run is re-executed with its ``params.json`` (the notebook's own parameters); an
-    ``evaluate``/``rejudge`` run re-evaluates its recorded evidence file (hash-checked) with its judge,
-    rubric and limit. Returns ``(new_run_dir, RunComparison)``; ``comparison.identical`` says whether every
-    segment got the same subscores, score and band.
-    """
+
+def _normalised(value: Any) -> Any:
+    """``study.json`` content with every run folder name replaced by ``<run>`` (a re-run makes new ones)."""
+    if isinstance(value, dict):
+        return {k: _normalised(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_normalised(v) for v in value]
+    if isinstance(value, str):
+        return RUN_FOLDER_NAME.sub("<run>", value)
+    return value
+
+
+def study_differences(a: Any, b: Any, path: str = "") -> list[str]:
+    """Where two ``study.json`` contents differ, as ``"key.sub: A -> B"`` lines (run folder names and
+    :data:`STUDY_PROVENANCE_KEYS` at the top level ignored); empty when they agree exactly."""
+    if not path:
+        a = {k: v for k, v in _normalised(a).items() if k not in STUDY_PROVENANCE_KEYS}
+        b = {k: v for k, v in _normalised(b).items() if k not in STUDY_PROVENANCE_KEYS}
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for key in sorted(set(a) | set(b), key=str):
+            where = f"{path}.{key}" if path else str(key)
+            if key not in a or key not in b:
+                out.append(f"{where}: only in {'B' if key not in a else 'A'}")
+            else:
+                out.extend(study_differences(a[key], b[key], where))
+        return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in study_differences(x, y, f"{path}[{i}]")]
+    return [] if a == b else [f"{path}: {_short(a)} -> {_short(b)}"]
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+@dataclass
+class RerunComparison:
+    """What :func:`rerun` found: the results compared segment by segment (``results``, a
+    :class:`~axon_eval.runs.compare.RunComparison`, when both runs wrote ``results.parquet``) and the
+    ``study.json`` differences (``None`` when neither run wrote one)."""
+
+    run_a: str
+    run_b: str
+    results: Any | None
+    study: list[str] | None
+    cache_hits: int | None = None
+    cache_misses: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def identical(self) -> bool:
+        """Every compared result is the same and nothing is missing on one side."""
+        return ((self.results is None or self.results.identical) and not self.study
+                and not any(n.startswith("only ") for n in self.notes))
+
+    def format(self, top: int = 10) -> str:
+        """A plain-text summary for the terminal."""
+        lines = [f"A: {self.run_a}", f"B: {self.run_b} (re-run)"]
+        if self.results is not None:
+            lines.append("results.parquet:")
+            lines.extend("  " + line for line in self.results.format(top=top).splitlines()[2:-1])
+        if self.study is not None:
+            if self.study:
+                lines.append(f"study.json differs in {len(self.study)} figure(s):")
+                lines.extend(f"  {d}" for d in self.study[:max(top, 1)])
+                if len(self.study) > max(top, 1):
+                    lines.append(f"  ... and {len(self.study) - max(top, 1)} more")
+            else:
+                lines.append("study.json: the same figures (run folder names and "
+                             f"{', '.join(STUDY_PROVENANCE_KEYS)} are not compared)")
+        if self.results is None and self.study is None:
+            lines.append("nothing to compare: neither run wrote results.parquet or study.json")
+        if self.cache_hits is not None:
+            lines.append(f"verdict cache: {self.cache_hits} hit(s), {self.cache_misses or 0} judged again")
+        lines.extend(f"note: {n}" for n in self.notes)
+        lines.append("IDENTICAL" if self.identical else "NOT identical")
+        return "\n".join(lines)
+
+
+def compare_rerun(a: str | Path, b: str | Path, notes: list[str] | None = None) -> RerunComparison:
+    """Compare run ``b`` (a re-run) with run ``a``: their ``results.parquet`` (:func:`compare_runs`, same
+    evidence required) and their ``study.json`` (:func:`study_differences`)."""
     from .compare import compare_runs
 
+    a, b = Path(a), Path(b)
+    notes = list(notes or [])
+    results = None
+    has = {name: ((a / name).exists(), (b / name).exists()) for name in ("results.parquet", "study.json")}
+    for name, (in_a, in_b) in has.items():
+        if in_a != in_b:
+            notes.append(f"only {'A' if in_a else 'B'} wrote {name}")
+    if all(has["results.parquet"]):
+        results = compare_runs(a, b, allow_different_evidence=False)
+    study = None
+    if all(has["study.json"]):
+        study = study_differences(json.loads((a / "study.json").read_text(encoding="utf-8")),
+                                  json.loads((b / "study.json").read_text(encoding="utf-8")))
+    new = RunManifest.read(b)
+    return RerunComparison(run_a=str(a), run_b=str(b), results=results, study=study, cache_hits=new.cache_hits,
+                           cache_misses=new.cache_misses, notes=notes)
+
+
+def check_recorded_inputs(run_folder: str | Path, manifest: RunManifest, *, skip: tuple[str, ...] = ()) -> None:
+    """Every input file a run recorded (but ``skip`` and files inside run folders, which a study re-makes)
+    must still exist with its SHA-256 (``InputChangedError`` naming the first that does not)."""
+    root = repository_root()
+    for recorded, expected in manifest.input_files.items():
+        if recorded in skip or RUN_FOLDER_NAME.search(recorded):
+            continue
+        path = resolve_recorded(recorded, root=root, workdir=manifest.workdir)
+        if not path.exists():
+            raise InputChangedError(f"input {recorded!r} of run {run_folder} is gone (looked at {path})")
+        if file_sha256(path) != expected:
+            raise InputChangedError(f"input {path} changed since run {run_folder}: SHA-256 {file_sha256(path)} != "
+                                    f"recorded {expected}")
+
+
+@contextlib.contextmanager
+def _verdict_cache(fresh: bool) -> Iterator[Path | None]:
+    """With ``fresh``, an empty verdict cache in a temporary folder, named by ``$AXON_EVAL_CACHE`` for the
+    duration (a notebook's kernel inherits it), so every verdict is made again and the shared cache is
+    neither read nor written; else nothing changes (``None``)."""
+    if not fresh:
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="axon-rerun-cache-") as tmp:
+        path = Path(tmp) / "verdicts.sqlite"
+        before = os.environ.get(CACHE_ENV)
+        os.environ[CACHE_ENV] = str(path)
+        try:
+            yield path
+        finally:
+            if before is None:
+                os.environ.pop(CACHE_ENV, None)
+            else:
+                os.environ[CACHE_ENV] = before
+
+
+def rerun(run_folder: str | Path, *, out_dir: str | Path | None = None, progress: bool = False,
+          cache: bool = True) -> tuple[Path, RerunComparison]:
+    """Execute a run again from its own folder into a new one, and compare the two.
+
+    A run made by the notebook runner (its manifest records the source notebook: the evaluation notebook,
+    a study, reference grading) is re-executed with its ``params.json``, after checking that every input
+    it recorded is unchanged (:func:`check_recorded_inputs`; a changed notebook is only noted). An
+    ``evaluate``/``rejudge`` run re-evaluates its recorded evidence (hash-checked) with its judge, rubric
+    and limit. ``cache=False`` judges every verdict again through an empty cache (:func:`_verdict_cache`).
+    Returns ``(new_run_dir, RerunComparison)`` (:func:`compare_rerun`).
+    """
     folder = Path(run_folder)
     manifest = RunManifest.read(folder)
     out = Path(out_dir) if out_dir is not None else folder.parent
-    if manifest.kind == "notebook":
+    notes: list[str] = []
+    source = (manifest.notebook or {}).get("source")
+    if source:
         from ..runner import run_notebook
 
-        source = (manifest.notebook or {}).get("source")
-        if not source:
-            raise ValueError(f"run {folder} recorded no source notebook")
         nb = resolve_recorded(source, root=repository_root(), workdir=manifest.workdir)
-        result = run_notebook(nb, params_files=[folder / "params.json"], out_dir=out, name=manifest.name,
-                              progress=progress)
+        if not nb.is_file():
+            raise InputChangedError(f"notebook {source!r} of run {folder} is gone (looked at {nb})")
+        if not (folder / "params.json").is_file():
+            raise FileNotFoundError(f"run {folder} has no params.json to re-run with")
+        check_recorded_inputs(folder, manifest, skip=(source,))
+        if file_sha256(nb) != (manifest.notebook or {}).get("source_sha256"):
+            notes.append(f"the notebook {source} changed since the original run")
+        with _verdict_cache(fresh=not cache):
+            result = run_notebook(nb, params_files=[folder / "params.json"], out_dir=out, name=manifest.name,
+                                  progress=progress)
         new_dir = result.run_dir
     elif manifest.kind in ("evaluate", "rejudge"):
         if manifest.rubric is None or manifest.judge_spec is None:
             raise ValueError(f"run {folder} recorded no rubric or judge spec to re-run with")
         path = recorded_evidence(folder, manifest)
-        run = evaluate(path, manifest.judge_spec, Rubric.model_validate(manifest.rubric), out_dir=out,
-                       name=f"rerun-{manifest.name}", limit=manifest.params.get("limit"),
-                       seed=manifest.seed or 0, progress=progress, source_run=str(folder))
+        with _verdict_cache(fresh=not cache) as fresh:
+            run = evaluate(path, manifest.judge_spec, Rubric.model_validate(manifest.rubric), out_dir=out,
+                           name=f"rerun-{manifest.name}", limit=manifest.params.get("limit"),
+                           seed=manifest.seed or 0, progress=progress, source_run=str(folder),
+                           cache=fresh if fresh is not None else None)
         new_dir = run.run_dir
     else:
         hint = ("run `python -m axon_eval grade-reference` again with its params.json: graded responses come "
                 "from the cache" if manifest.kind == "reference" else "rescore its source instead")
-        raise ValueError(f"run {folder} is a {manifest.kind!r} run; rerun handles notebook, evaluate and "
-                         f"rejudge runs ({hint})")
-    return new_dir, compare_runs(folder, new_dir, allow_different_evidence=False)
+        raise ValueError(f"run {folder} is a {manifest.kind!r} run made without the notebook runner; rerun "
+                         f"handles notebook runs and evaluate and rejudge runs ({hint})")
+    if not cache:
+        notes.append("--no-cache: every verdict was judged again through an empty cache; the shared verdict "
+                     "cache was neither read nor written")
+    return new_dir, compare_rerun(folder, new_dir, notes)

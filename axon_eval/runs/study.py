@@ -14,6 +14,7 @@ files as ``inputs``.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -42,13 +43,36 @@ def study_folder(run_dir: str | Path | None, name: str, *, out_dir: str | Path |
     return folder
 
 
+def rubric_name_for(rubric_id: str | None, source_run: str | Path | None = None) -> str | None:
+    """The name of the rubric with id ``rubric_id``: the source run's when it used that rubric, else the
+    packaged rubric with that id (``axon_eval/rubrics/*.yaml``), else ``None``."""
+    if rubric_id is None:
+        return None
+    if source_run is not None and (Path(source_run) / "manifest.json").is_file():
+        with contextlib.suppress(Exception):  # unreadable: fall back to the packaged rubrics below
+            source = RunManifest.read(source_run)
+            if source.rubric_id == rubric_id and source.rubric_name:
+                return source.rubric_name
+    from importlib import resources
+
+    from ..rubric import Rubric
+
+    for ref in sorted((resources.files("axon_eval") / "rubrics").iterdir(), key=lambda r: r.name):
+        if ref.name.endswith(".yaml"):
+            rubric = Rubric.packaged(ref.name.removesuffix(".yaml"))
+            if rubric.id == rubric_id:
+                return rubric.name
+    return None
+
+
 def write_study(run_dir: str | Path, payload: Mapping[str, Any], *, study: str, simulated: bool,
                 source_run: str | Path | None = None, inputs: Iterable[str | Path] = (),
-                judge_id: str | None = None, rubric_id: str | None = None) -> Path:
+                judge_id: str | None = None, rubric_id: str | None = None, rubric_name: str | None = None) -> Path:
     """Write ``study.json`` into ``run_dir`` and record the study's provenance in its manifest.
 
     ``payload`` holds the study's headline keys; ``study``, ``simulated`` and ``source_run`` are set here
-    (a payload disagreeing with them is an error, so a label cannot contradict the record). Returns the
+    (a payload disagreeing with them is an error, so a label cannot contradict the record). The manifest
+    records the rubric's id and name (``rubric_name``, else :func:`rubric_name_for` the id). Returns the
     path of ``study.json``.
     """
     folder = Path(run_dir)
@@ -77,6 +101,8 @@ def write_study(run_dir: str | Path, payload: Mapping[str, Any], *, study: str, 
     m.input_files = {**m.input_files, **{relative_to_root(f, root): file_sha256(f) for f in files if f.is_file()}}
     m.judge_id = judge_id or m.judge_id
     m.rubric_id = rubric_id or m.rubric_id
+    m.rubric_name = rubric_name or (m.rubric_name if m.rubric_id == rubric_id or rubric_id is None else None) \
+        or rubric_name_for(m.rubric_id, source_run)
     if simulated and not any("SIMULATED" in w for w in m.warnings):
         m.warnings.append("SIMULATED: this study's judge noise is simulated, not measured on a real judge")
     if m.status == "running" and manifest_path.exists() and m.kind == "study" and m.notebook is None:
