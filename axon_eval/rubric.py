@@ -76,7 +76,8 @@ def _read_yaml(path: Path, source: str) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise RubricError(f"{source}: no such rubric file; expected a YAML file like axon_eval/rubrics/axon-v1.yaml") from None
+        raise RubricError(f"{source}: no such rubric file; expected a YAML file like "
+                          "axon_eval/rubrics/axon-v1.yaml") from None
     except UnicodeDecodeError as exc:
         raise RubricError(f"{source}: not a text YAML file (byte {exc.object[exc.start]:#04x} at offset "
                           f"{exc.start} is not UTF-8); expected a rubric YAML file") from None

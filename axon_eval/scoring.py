@@ -51,7 +51,6 @@ used by every path, so every path gives the same number.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -208,11 +207,19 @@ def _cap_round_band(raw: np.ndarray, cap: np.ndarray, rubric: Rubric) -> tuple[n
 
 
 def _unscorable_codes(subs: np.ndarray, rubric: Rubric) -> np.ndarray:
-    """Per row: 0 scorable, 1 a required dimension is NaN, 2 no weight on the observed dimensions."""
-    observed = ~np.isnan(subs)
-    required_null = ~observed[:, :len(REQUIRED_DIMENSIONS)].all(axis=1)
-    no_weight = np.where(observed, _weight_array(rubric), 0.0).sum(axis=1) <= 0
-    return np.where(required_null, _REQUIRED_MISSING, np.where(no_weight, _NO_WEIGHT, _SCORABLE))
+    """Per row: 0 scorable, 1 a required dimension is NaN, 2 no weight on the observed dimensions.
+
+    Column by column (a reduction along rows of four is several times slower on millions of rows).
+    """
+    w = _weight_array(rubric)
+    observed = [~np.isnan(subs[:, d]) for d in range(len(DIMENSIONS))]
+    required_null = ~np.logical_and.reduce([observed[DIMENSIONS.index(d)] for d in REQUIRED_DIMENSIONS])
+    den = np.zeros(subs.shape[0])
+    for d, seen in enumerate(observed):
+        if w[d] > 0:
+            den = den + np.where(seen, w[d], 0.0)
+    code = np.where(den <= 0, _NO_WEIGHT, _SCORABLE)
+    return np.where(required_null, _REQUIRED_MISSING, code)
 
 
 def _reason(code: int, row: np.ndarray, rubric: Rubric) -> str:
@@ -460,7 +467,8 @@ def _column_floats(col: pd.Series, name: str) -> np.ndarray:
     """One subscore column as float64 with every missing value (:func:`is_missing`) as NaN."""
     if col.dtype == object:
         values = [np.nan if is_missing(v) else v for v in col.tolist()]
-        bad = [v for v in values if isinstance(v, bool | str) or not isinstance(v, int | float | np.integer | np.floating)]
+        bad = [v for v in values
+               if isinstance(v, bool | str) or not isinstance(v, int | float | np.integer | np.floating)]
         if bad:
             raise ValueError(f"subscore column {name} must hold numbers or nulls, got {bad[0]!r}")
         return np.asarray(values, dtype=np.float64)
