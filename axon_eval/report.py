@@ -7,7 +7,13 @@ inline; no external file, no network) that can be mailed on its own and stays sm
   server**, a **simulated** judge, mixed judges or rubrics, a failed run, a dirty working tree), then the
   run's provenance (judge id, model, prompt version, rubric id and its weights, caps and bands, git
   commit and dirty flag, endpoint, input file hashes, times, counts, cache, tokens, cost);
+* a note when the run's rubric record does not read (band edges then come from the default rubric);
 * the summary, counting segments (a repeated run's segments by their mean score, with the spread);
+* the comparison with labels, when labels are given or the run recorded an unchanged labels file: the
+  score band's Cohen's kappa first (the rubric's figure, the one published), the judge verdict's beside
+  it, each named and with its interval and n (:func:`compare_with_labels`);
+* for an ensemble judge, how many segments its members disagree on and which, with each member's
+  subscores (from ``verdicts.jsonl``);
 * the figures;
 * every unjudged segment and every invalid input line with its reason (never hidden, never a 0; beyond
   :data:`MAX_LISTED` the rest are counted by reason, and every unjudged segment is also a row of the
@@ -16,6 +22,9 @@ inline; no external file, no network) that can be mailed on its own and stays sm
   the answer, the judge's explanation and the whole scoring arithmetic of every sample;
 * every segment as one row of a sortable table (segment id, score, band, the four subscores, caps,
   judge verdict, status, short error).
+
+Numbers read as people read them (:mod:`axon_eval.display`): shares as percentages, three significant
+digits, ``not reported`` / ``offline (no endpoint)`` instead of ``None``.
 
 :func:`write_report` streams ``audit.jsonl`` (or ``audit.jsonl.gz``) line by line and keeps only the
 entries of the ``n_worst`` segments, so memory grows with ``n_worst`` and the results table, not with the
@@ -40,7 +49,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .display import MISSING, fmt_interval, fmt_number, fmt_share, is_missing, people_table
+from .display import fmt_interval, fmt_number, fmt_share, is_missing, people_table
 from .rubric import BANDS, CAP_FACTS, DIMENSIONS, Rubric
 from .runs import Run, atomic_write_text
 from .runs.io import read_parquet

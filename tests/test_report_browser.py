@@ -15,6 +15,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import select
 import shutil
 import subprocess
 import time
@@ -83,8 +84,6 @@ class Browser:
         self.events: list[dict[str, Any]] = []
 
     def _read_message(self, deadline: float) -> dict[str, Any]:
-        import select
-
         while b"\0" not in self._buffer:
             left = deadline - time.monotonic()
             ready, _, _ = select.select([self._in], [], [], max(left, 0))
