@@ -26,13 +26,39 @@ triggers for segment ``i``, ``inf`` when none)::
 
     r_i(w) = 10 * sum_d w_d o_id s_id / sum_d w_d o_id          (raw score, 0-100)
     p_i(w) = min(r_i(w), c_i)
-    w_hat  = argmin_w  sum_i (p_i(w) - y_i)^2    subject to  w_d >= 0,  sum_d w_d = 1
+    w_hat  = argmin_w  L(w) = (1/n) sum_i (p_i(w) - y_i)^2
+             subject to  w_d >= 0,  sum_d w_d = 1,
+                         w_intent + w_sql + w_relevance >= m   (only when some segment has null faithfulness)
 
-solved by SLSQP (``scipy.optimize.minimize``) with the analytic gradient
-``dr_i/dw_d = 10 * o_id * (s_id - r_i / 10) / sum_k w_k o_ik`` (0 where the cap binds), from the base
-weights and from equal weights; the better optimum is kept. The fit is on the unrounded capped score
-(rounding to 0.1 is a step function with no gradient). A segment whose cap binds contributes a constant:
-the weights cannot move it. ``apply_caps=False`` fits the raw score instead.
+``r_i`` is undefined where ``sum_d w_d o_id = 0``: a segment with null faithfulness and no weight on the
+three always-observed dimensions cannot be scored. :func:`predicted_scores` returns NaN with the reason
+there (never 0), and the floor ``m`` (:data:`MIN_OBSERVED_WEIGHT`, 0.01) keeps the fit, and so its
+proposal, away from that face of the simplex; ``L`` is discontinuous on it (the limit depends on the
+direction of approach), which is where a gradient method alone stalls.
+
+``L`` is not convex (the renormalised rows are ratios in ``w``; the caps add kinks), so the fit is global
+then local:
+
+1. **grid**: ``L`` on every point of the simplex grid ``w = k / K``, ``k`` non-negative integers summing
+   to ``K = 1 / step`` (:data:`LSQ_GRID_STEP` 0.02: 23,426 points; points violating the floor left out),
+   vectorised;
+2. **polish**: SLSQP (``scipy.optimize.minimize``, analytic gradient
+   ``dr_i/dw_d = 10 * o_id * (s_id - r_i / 10) / sum_k w_k o_ik``, 0 where the cap binds) from the
+   :data:`LSQ_POLISH_POINTS` best grid points (each more than two steps from the ones before it), the
+   base weights and equal weights (or the ``starts`` given);
+3. **choose**: every polished point (clipped to the simplex and the floor) and the best grid point are
+   candidates; the returned one has the smallest ``L``, except that among the candidates within a
+   relative :data:`LSQ_OBJECTIVE_RTOL` of the smallest a converged one is preferred. The result is never
+   worse than the best grid point (beyond that tolerance).
+
+``converged`` describes the returned point: SLSQP reported success from it, or it passes the KKT check
+-- ``grad L = lambda 1 + sum_{d: w_d = 0} nu_d e_d + mu a`` with ``nu, mu >= 0`` (``a`` the floor's
+normal, when it binds) solved by bounded least squares (``scipy.optimize.lsq_linear``), the residual's
+largest component at most :data:`LSQ_KKT_TOL` times ``1 + max_d |dL/dw_d|``. ``method`` names the
+candidate returned (e.g. ``SLSQP from grid point 1``), ``grid_step`` and ``rmse_grid`` the grid and its
+best point. The fit is on the unrounded capped score (rounding to 0.1 is a step function with no
+gradient). A segment whose cap binds contributes a constant: the weights cannot move it.
+``apply_caps=False`` fits the raw score instead.
 
 (b) Ordinal logistic model (:func:`fit_ordinal`)
 ------------------------------------------------
@@ -66,7 +92,8 @@ verdicts so fold sizes differ by at most one. The SAME folds serve every method.
 method fits on the other folds; the held-out segments are scored by the scorer itself
 (:func:`axon_eval.scoring.score_arrays`: renormalisation, caps, rounding, bands) under
 ``base.with_weights(w_hat)`` and Cohen's kappa (unweighted) of that band against the labelled verdict is
-the fold's kappa. The nominal rubric (and any reference rubric, e.g. ``axon-v1-faithcap``) is scored on
+the fold's kappa (each fold's least-squares fit keeps the floor ``m`` of the whole data set; a fold's
+weights that leave a held-out segment unscorable predict nothing there, with a note). The nominal rubric (and any reference rubric, e.g. ``axon-v1-faithcap``) is scored on
 the same held-out folds without fitting. Reported: the per-fold kappas, their mean (folds with an
 undefined kappa are left out and counted), and the pooled kappa of all held-out predictions.
 
@@ -74,7 +101,9 @@ undefined kappa are left out and counted), and the pooled kappa of all held-out 
 --------------------------------------------------------------
 Weights rounded to 4 decimals (the residual of the rounding put on the largest weight so they sum to 1)
 become a YAML rubric ``extends: <base>`` that gives only ``name`` and ``weights``; the returned Rubric is
-loaded from that very text, so its id is the file's. Nothing is written unless :func:`write_proposal` is
+loaded from that very text, so its id is the file's. Given the labelled segments, a proposal whose
+rounded weights leave any of them unscorable (:func:`unscorable_segments`) is refused; the study records
+the refusal (``proposal_rejected``) instead of proposing it. Nothing is written unless :func:`write_proposal` is
 called, and it refuses to write inside the installed package or over an existing file.
 
 (e) Perfect retrieval, fabricated answer (:func:`fabricated_answer_table`)
@@ -86,6 +115,7 @@ table shows the score and band under each rubric given.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Mapping, Sequence
@@ -97,7 +127,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import yaml
-from scipy.optimize import minimize
+from scipy.optimize import lsq_linear, minimize
 
 from ..labels import LABELS_NOTE
 from ..rubric import BANDS, CAP_FACTS, DIMENSIONS, Rubric
@@ -114,6 +144,25 @@ FABRICATED_SUBSCORES: dict[str, int] = {"intent_understood": 10, "sql_quality": 
                                         "answer_faithfulness": 0}
 #: Printed on every page and carried by every record.
 DO_NOT_ADOPT = ("the weights are fitted to constructed labels, not human judgements; do not adopt them")
+
+#: The dimensions a judged segment always has (only ``answer_faithfulness`` may be null).
+ALWAYS_OBSERVED: tuple[str, ...] = DIMENSIONS[:3]
+#: Least-squares floor on ``w_intent + w_sql + w_relevance`` when a labelled segment has null faithfulness:
+#: below it such a segment is scored on a vanishing weight, and at 0 it cannot be scored at all. It
+#: survives rounding the proposal to 4 decimals.
+MIN_OBSERVED_WEIGHT = 0.01
+#: Step of the coarse simplex grid of the least-squares fit (weights in multiples of it; 1 / step integer).
+LSQ_GRID_STEP = 0.02
+#: Best grid points (each more than two steps from the ones before it) polished by SLSQP.
+LSQ_POLISH_POINTS = 4
+#: Candidates whose objective is within this relative distance of the best tie; a converged one is preferred.
+LSQ_OBJECTIVE_RTOL = 1e-8
+#: KKT check: largest stationarity residual allowed, relative to ``1 + max_d |dL/dw_d|``.
+LSQ_KKT_TOL = 1e-5
+#: A weight at most this far from its bound (or the floor) counts as on it in the KKT check.
+LSQ_ACTIVE_TOL = 1e-7
+#: Grid points scored per block (bounds the (points x segments) work arrays to about 32 MB).
+_GRID_BLOCK_CELLS = 4_000_000
 
 
 # =============================================================================================
@@ -216,19 +265,43 @@ def _as_dict(w: np.ndarray) -> dict[str, float]:
 
 
 def predicted_scores(data: LabelledSegments, weights: Mapping[str, float] | np.ndarray, base: Rubric | None = None,
-                     *, apply_caps: bool = True) -> np.ndarray:
-    """``p_i(w)`` of the module docstring (unrounded): renormalised raw score, capped by the base's caps."""
+                     *, apply_caps: bool = True, return_reasons: bool = False) -> Any:
+    """``p_i(w)`` of the module docstring (unrounded): renormalised raw score, capped by the base's caps.
+
+    A segment whose observed dimensions carry no weight (``sum_d w_d o_id = 0``, e.g. null faithfulness
+    under weights ``(0, 0, 0, 1)``) has no score: NaN, never 0. With ``return_reasons`` the result is
+    ``(scores, reasons)``, ``reasons`` an object array holding ``""`` for scored segments and the reason
+    otherwise; without it, unscorable segments raise a ``RuntimeWarning`` that names them.
+    """
     base = base or Rubric.default()
     w = _weights_vector(weights)
     obs = ~np.isnan(data.subscores)
     s0 = np.where(obs, data.subscores, 0.0)
     wo = np.where(obs, w, 0.0)
+    den = wo.sum(axis=1)
+    scorable = den > 0
     with np.errstate(invalid="ignore", divide="ignore"):
-        raw = 10.0 * (wo * s0).sum(axis=1) / wo.sum(axis=1)
-    raw = np.nan_to_num(raw, nan=0.0)
-    if not apply_caps:
-        return raw
-    return np.minimum(raw, _effective_caps(data.subscores, data.facts, base))
+        raw = np.where(scorable, 10.0 * (wo * s0).sum(axis=1) / np.where(scorable, den, 1.0), np.nan)
+    reasons = np.full(data.n, "", dtype=object)
+    for i in np.flatnonzero(~scorable):
+        names = [d for d, o in zip(DIMENSIONS, obs[i], strict=True) if o]
+        null = [d for d, o in zip(DIMENSIONS, obs[i], strict=True) if not o]
+        reasons[i] = (f"no score: the weights on its observed dimensions ({', '.join(names)}) sum to {den[i]:g}, "
+                      f"expected a positive sum" + (f" ({', '.join(null)} null)" if null else ""))
+    if not return_reasons and not scorable.all():
+        bad = np.flatnonzero(~scorable)
+        warnings.warn(f"{len(bad)} segment(s) cannot be scored under weights {_as_dict(w)} (first: "
+                      f"{data.segment_ids[bad[0]]!r}: {reasons[bad[0]]}); their predicted score is NaN",
+                      RuntimeWarning, stacklevel=2)
+    out = raw if not apply_caps else np.minimum(raw, _effective_caps(data.subscores, data.facts, base))
+    return (out, reasons) if return_reasons else out
+
+
+def unscorable_segments(data: LabelledSegments, weights: Mapping[str, float] | np.ndarray) -> dict[Any, str]:
+    """Segment id -> reason, for every segment of ``data`` that ``weights`` leave without a score (empty when
+    all can be scored): those whose observed dimensions all have weight 0."""
+    _scores, reasons = predicted_scores(data, weights, apply_caps=False, return_reasons=True)
+    return {data.segment_ids[i]: str(reasons[i]) for i in np.flatnonzero(reasons != "")}
 
 
 # =============================================================================================
@@ -238,7 +311,13 @@ def predicted_scores(data: LabelledSegments, weights: Mapping[str, float] | np.n
 class LeastSquaresFit:
     """``weights``: the fitted vector; ``rmse``: root mean squared error of ``p_i`` against ``y_i`` (points);
     ``rmse_base``: the same under the base weights; ``n_capped``: segments whose cap binds at the optimum
-    (the weights cannot move them)."""
+    (the weights cannot move them). ``converged``: the returned point is a verified local optimum (SLSQP
+    reported success from it, or the KKT check passed; ``kkt_residual`` is the check's relative residual);
+    ``message``: how it was found and checked. ``method``: the candidate returned (``SLSQP from grid point
+    k``, ``... from nominal weights``, ``... from equal weights``, ``... from start k``, or ``grid point``);
+    ``grid_step``, ``n_grid``: the simplex grid evaluated; ``rmse_grid``: its best point's RMSE (the fit
+    is never worse); ``min_observed_weight``: the floor on ``w_intent + w_sql + w_relevance`` applied
+    (0 when no segment has null faithfulness); ``n_starts``: SLSQP runs."""
 
     weights: dict[str, float]
     rmse: float
@@ -248,16 +327,118 @@ class LeastSquaresFit:
     converged: bool
     message: str
     apply_caps: bool
+    method: str
+    grid_step: float
+    n_grid: int
+    rmse_grid: float
+    min_observed_weight: float
+    kkt_residual: float
+    n_starts: int
+
+
+@functools.lru_cache(maxsize=8)
+def simplex_grid(step: float = LSQ_GRID_STEP) -> np.ndarray:
+    """Every ``w = k / K`` with ``k`` non-negative integers summing to ``K = 1 / step``: (C(K+3, 3), 4), read-only."""
+    k = int(round(1.0 / step))
+    if k < 1 or abs(k * step - 1.0) > 1e-9:
+        raise ValueError(f"grid step must be 1 / K for a positive integer K, got {step}")
+    a, b, c = np.meshgrid(*(np.arange(k + 1),) * 3, indexing="ij")
+    keep = a + b + c <= k
+    units = np.column_stack([a[keep], b[keep], c[keep], k - a[keep] - b[keep] - c[keep]])
+    grid = units / float(k)
+    grid.setflags(write=False)
+    return grid
+
+
+def _project_feasible(w: np.ndarray, floor: float) -> np.ndarray:
+    """Clip to ``w >= 0``, rescale to sum 1 and, if ``w_0 + w_1 + w_2`` fell below ``floor``, raise it to it."""
+    w = np.clip(np.asarray(w, dtype=np.float64), 0.0, None)
+    w = w / w.sum() if w.sum() > 0 else np.full(len(w), 1.0 / len(w))
+    observed = w[:3].sum()
+    if observed < floor:
+        w[:3] = w[:3] * (floor / observed) if observed > 0 else floor / 3.0
+        w[3] = 1.0 - floor
+    return w
+
+
+def _split(w: np.ndarray) -> np.ndarray:
+    """``w`` -> ``x = (u, t)``: ``t = w_0 + w_1 + w_2``, ``u = w[:3] / t`` (equal thirds when ``t = 0``)."""
+    t = float(w[:3].sum())
+    u = w[:3] / t if t > 0 else np.full(3, 1.0 / 3.0)
+    return np.append(u, t)
+
+
+def _join(x: np.ndarray) -> np.ndarray:
+    """``x = (u, t)`` -> ``w = (t u, 1 - t)``."""
+    return np.append(x[3] * x[:3], 1.0 - x[3])
+
+
+def _grad_x(x: np.ndarray, grad_w: np.ndarray) -> np.ndarray:
+    """Chain rule: ``dL/du_k = t dL/dw_k``, ``dL/dt = sum_k u_k dL/dw_k - dL/dw_3``."""
+    return np.append(x[3] * grad_w[:3], x[:3] @ grad_w[:3] - grad_w[3])
+
+
+def _kkt_residual(x: np.ndarray, grad: np.ndarray, floor: float) -> float:
+    """Relative stationarity residual of ``x = (u, t)`` on {u >= 0, sum u = 1, floor <= t <= 1}.
+
+    ``grad = lambda (1, 1, 1, 0) + sum_{u_k = 0} nu_k e_k + mu_lo e_t [t = floor] - mu_hi e_t [t = 1]``
+    with ``nu, mu >= 0``, solved by bounded least squares; returns ``max |residual| / (1 + max |grad|)``
+    (0 at a KKT point; ``inf`` if ``grad`` is not finite).
+    """
+    if not np.all(np.isfinite(grad)):
+        return float("inf")
+    eye = np.eye(4)
+    cols, lower = [np.array([1.0, 1.0, 1.0, 0.0])], [-np.inf]
+    for k in np.flatnonzero(x[:3] <= LSQ_ACTIVE_TOL):
+        cols.append(eye[k])
+        lower.append(0.0)
+    if x[3] - floor <= LSQ_ACTIVE_TOL:
+        cols.append(eye[3])
+        lower.append(0.0)
+    if 1.0 - x[3] <= LSQ_ACTIVE_TOL:
+        cols.append(-eye[3])
+        lower.append(0.0)
+    a = np.column_stack(cols)
+    sol = lsq_linear(a, grad, bounds=(np.array(lower), np.full(len(lower), np.inf)), method="bvls")
+    return float(np.abs(grad - a @ sol.x).max() / (1.0 + np.abs(grad).max()))
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    w: np.ndarray
+    loss: float
+    converged: bool
+    kkt: float
+    method: str
+    message: str
+    order: int
 
 
 def fit_least_squares(data: LabelledSegments, base: Rubric | None = None, *, apply_caps: bool = True,
-                      starts: Sequence[Mapping[str, float]] | None = None) -> LeastSquaresFit:
-    """Weights minimising ``sum_i (p_i(w) - y_i)^2`` on the simplex (SLSQP); see the module docstring."""
+                      starts: Sequence[Mapping[str, float]] | None = None, grid_step: float = LSQ_GRID_STEP,
+                      min_observed_weight: float | None = None) -> LeastSquaresFit:
+    """Weights minimising ``sum_i (p_i(w) - y_i)^2`` on the simplex: a grid, polished by SLSQP (module
+    docstring, (a)).
+
+    ``starts``: SLSQP starts instead of the base and equal weights (the best grid points are always
+    polished). ``min_observed_weight``: the floor on ``w_intent + w_sql + w_relevance``; ``None`` applies
+    :data:`MIN_OBSERVED_WEIGHT` when some segment has null faithfulness and no floor otherwise (pass the
+    full data set's floor when fitting a subset, as the cross-validation does).
+    """
     base = base or Rubric.default()
     if data.n == 0:
         raise ValueError("no labelled segments to fit")
     obs = ~np.isnan(data.subscores)
+    missing = np.flatnonzero(~obs[:, :3].all(axis=1))
+    if len(missing):
+        raise ValueError(f"{len(missing)} segment(s) lack a required dimension ({', '.join(ALWAYS_OBSERVED)}); "
+                         f"first ids: {list(data.segment_ids[missing[:5]])}; only answer_faithfulness may be null")
+    floor = (MIN_OBSERVED_WEIGHT if (~obs[:, 3]).any() else 0.0) if min_observed_weight is None \
+        else float(min_observed_weight)
+    if not 0.0 <= floor < 1.0:
+        raise ValueError(f"min_observed_weight must be in [0, 1), got {min_observed_weight}")
     s0 = np.where(obs, data.subscores, 0.0)
+    obs_f = obs.astype(np.float64)
     cap = _effective_caps(data.subscores, data.facts, base) if apply_caps else np.full(data.n, np.inf)
     y = data.y
 
@@ -272,24 +453,80 @@ def fit_least_squares(data: LabelledSegments, base: Rubric | None = None, *, app
         grad = 2.0 * ((resid * free)[:, None] * drdw).sum(axis=0) / len(y)
         return float((resid ** 2).mean()), grad  # the mean: same minimiser, a scale SLSQP's tolerance suits
 
+    def loss_at(w: np.ndarray) -> float:
+        """``L(w)`` with an undefined score as ``inf`` (never a feasible optimum)."""
+        den = (obs * w).sum(axis=1)
+        return loss_and_grad(w)[0] if np.all(den > 0) else float("inf")
+
+    # 1. grid, vectorised in blocks: num, den (points, segments)
+    grid = simplex_grid(grid_step)
+    grid = grid[grid[:, :3].sum(axis=1) >= floor - 1e-12] if floor > 0 else grid
+    grid_loss = np.empty(len(grid))
+    block = max(1, _GRID_BLOCK_CELLS // data.n)
+    for lo in range(0, len(grid), block):
+        g = grid[lo:lo + block]
+        den = g @ obs_f.T
+        with np.errstate(invalid="ignore", divide="ignore"):
+            pred = np.minimum(10.0 * (g @ s0.T) / den, cap[None, :])
+        sq = (pred - y[None, :]) ** 2
+        grid_loss[lo:lo + block] = np.where((den > 0).all(axis=1), sq.mean(axis=1), np.inf)
+    order = np.argsort(grid_loss, kind="stable")
+    picked: list[int] = []
+    for i in order:
+        if not np.isfinite(grid_loss[i]) or len(picked) == LSQ_POLISH_POINTS:
+            break
+        if all(np.abs(grid[i] - grid[j]).max() > 2 * grid_step + 1e-12 for j in picked):
+            picked.append(int(i))
+    if not picked:
+        raise ValueError("no grid point scores every labelled segment")  # unreachable: floor > 0 or all observed
+    best_grid = picked[0]
+
+    # 2. polish
     w_base = _weights_vector(base.weights.as_dict())
-    candidates = [w_base, np.full(4, 0.25)] if starts is None else [_weights_vector(s) for s in starts]
-    best = None
-    for w0 in candidates:
-        res = minimize(loss_and_grad, w0, jac=True, method="SLSQP", bounds=[(0.0, 1.0)] * 4,
-                       constraints=[{"type": "eq", "fun": lambda w: w.sum() - 1.0, "jac": lambda w: np.ones(4)}],
-                       options={"ftol": 1e-10, "maxiter": 500})
-        if best is None or res.fun < best.fun - 1e-12:
-            best = res
-    w = np.clip(best.x, 0.0, None)
-    w = w / w.sum()
+    named = ([("nominal weights", w_base), ("equal weights", np.full(4, 0.25))] if starts is None
+             else [(f"start {k + 1}", _weights_vector(s)) for k, s in enumerate(starts)])
+    runs = [(f"grid point {k + 1}", grid[i]) for k, i in enumerate(picked)] + named
+    def loss_and_grad_x(x: np.ndarray) -> tuple[float, np.ndarray]:
+        loss, grad = loss_and_grad(_join(x))
+        return loss, _grad_x(x, grad)
+
+    constraints = [{"type": "eq", "fun": lambda x: x[:3].sum() - 1.0, "jac": lambda x: np.array([1.0, 1.0, 1.0, 0.0])}]
+    bounds = [(0.0, 1.0)] * 3 + [(floor, 1.0)]
+
+    def candidate(w: np.ndarray, method: str, message: str, success: bool, k: int) -> _Candidate:
+        loss = loss_at(w)
+        x = _split(w)
+        kkt = _kkt_residual(x, _grad_x(x, loss_and_grad(w)[1]), floor) if np.isfinite(loss) else float("inf")
+        return _Candidate(w, loss, bool(np.isfinite(loss) and (success or kkt <= LSQ_KKT_TOL)), kkt, method,
+                          message, k)
+
+    cands = [candidate(np.array(grid[best_grid]), "grid point", "best point of the grid (not polished)", False, 0)]
+    for k, (label, w0) in enumerate(runs, start=1):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            res = minimize(loss_and_grad_x, _split(_project_feasible(w0, floor)), jac=True, method="SLSQP",
+                           bounds=bounds, constraints=constraints, options={"ftol": 1e-12, "maxiter": 500})
+        if not np.all(np.isfinite(res.x)):
+            continue
+        cands.append(candidate(_project_feasible(_join(res.x), floor), f"SLSQP from {label}", str(res.message),
+                               bool(res.success), k))
+
+    # 3. choose: least objective; within the tolerance of it, a converged candidate first
+    best_loss = min(c.loss for c in cands)
+    tied = [c for c in cands if c.loss <= best_loss + LSQ_OBJECTIVE_RTOL * abs(best_loss) + 1e-12]
+    chosen = min(tied, key=lambda c: (not c.converged, c.loss, c.order))
+    w = chosen.w
+    check = "KKT check passed" if chosen.kkt <= LSQ_KKT_TOL else "KKT check failed"
+    message = f"{chosen.method}: {chosen.message}; {check}"
     pred = predicted_scores(data, w, base, apply_caps=apply_caps)
     pred_base = predicted_scores(data, w_base, base, apply_caps=apply_caps)
     raw = predicted_scores(data, w, base, apply_caps=False)
     return LeastSquaresFit(
         weights=_as_dict(w), rmse=float(np.sqrt(np.mean((pred - y) ** 2))),
         rmse_base=float(np.sqrt(np.mean((pred_base - y) ** 2))), n=data.n, n_capped=int((raw > cap).sum()),
-        converged=bool(best.success), message=str(best.message), apply_caps=apply_caps)
+        converged=chosen.converged, message=message, apply_caps=apply_caps, method=chosen.method,
+        grid_step=float(grid_step), n_grid=int(len(grid)), rmse_grid=float(np.sqrt(grid_loss[best_grid])),
+        min_observed_weight=floor, kkt_residual=chosen.kkt, n_starts=len(runs))
 
 
 # =============================================================================================
@@ -433,13 +670,15 @@ def cross_validate(data: LabelledSegments, base: Rubric | None = None, *, n_fold
     fixed = {"nominal": base, **dict(references or {})}
     names = ["nominal", *METHODS, *[k for k in fixed if k != "nominal"]]
     predicted = {m: np.full(data.n, None, dtype=object) for m in names}
+    # every fold's least-squares fit keeps weight where the whole data set needs it to score every segment
+    floor = MIN_OBSERVED_WEIGHT if np.isnan(data.subscores[:, 3]).any() else 0.0
     rows = []
     for k in range(n_folds):
         test = folds == k
         train, held = data.subset(np.flatnonzero(~test)), data.subset(np.flatnonzero(test))
         rubrics: dict[str, tuple[Rubric | None, dict[str, float] | None, str]] = {
             m: (r, None, "") for m, r in fixed.items()}
-        lsq = fit_least_squares(train, base, apply_caps=apply_caps)
+        lsq = fit_least_squares(train, base, apply_caps=apply_caps, min_observed_weight=floor)
         rubrics["least_squares"] = (base.with_weights(lsq.weights, normalise=True), lsq.weights,
                                     "" if lsq.converged else f"not converged: {lsq.message}")
         try:
@@ -454,6 +693,10 @@ def cross_validate(data: LabelledSegments, base: Rubric | None = None, *, n_fold
         for m in names:
             rub, w, note = rubrics[m]
             kappa = float("nan")
+            unscorable = unscorable_segments(held, rub.weights.as_dict()) if rub is not None else {}
+            if unscorable:
+                rub, note = None, (note + "; " if note else "") + (
+                    f"weights leave {len(unscorable)} held-out segment(s) unscorable: no prediction")
             if rub is not None:
                 _raw, _score, code = score_arrays(held.subscores, held.facts, rub)
                 bands = [BANDS[c] for c in code]
@@ -517,11 +760,14 @@ def round_weights(weights: Mapping[str, float], decimals: int = 4) -> dict[str, 
 
 
 def propose_rubric(weights: Mapping[str, float], base: Rubric | None = None, name: str | None = None, *,
-                   extends: str | None = None, comment: str | None = None, decimals: int = 4) -> Proposal:
+                   extends: str | None = None, comment: str | None = None, decimals: int = 4,
+                   data: LabelledSegments | None = None) -> Proposal:
     """A proposed rubric ``base`` with other weights, as YAML that ``extends:`` the base (never written here).
 
     ``extends`` defaults to ``base.name`` (a packaged rubric name or a YAML path); the text is checked to
-    resolve to exactly ``base`` with the new weights. ``comment`` lines head the file.
+    resolve to exactly ``base`` with the new weights. ``comment`` lines head the file. With ``data`` (the
+    labelled segments fitted), weights that after rounding leave any of them unscorable are refused
+    (``ValueError`` naming the segments and the reason).
     """
     base = base or Rubric.default()
     parent = extends or base.name
@@ -529,6 +775,12 @@ def propose_rubric(weights: Mapping[str, float], base: Rubric | None = None, nam
     if name == base.name:
         raise ValueError("a proposed rubric needs a name of its own")
     w = round_weights(weights, decimals)
+    if data is not None:
+        bad = unscorable_segments(data, w)
+        if bad:
+            first = next(iter(bad))
+            raise ValueError(f"proposal {name!r} refused: weights {w} leave {len(bad)} of {data.n} labelled "
+                             f"segment(s) unscorable (first ids {list(bad)[:5]}; {first!r}: {bad[first]})")
     header = [f"# PROPOSED rubric (not adopted): {base.name} with fitted weights."]
     for line in (comment or "").splitlines():
         header.append(f"# {line}".rstrip())
@@ -581,8 +833,9 @@ def fabricated_answer_table(rubrics: Mapping[str, Rubric], subscores: Mapping[st
 class RecalibrationStudy:
     """Everything study 07 reports. ``to_json`` gives the study.json keys (see the notebook).
 
-    ``proposals``: one :class:`Proposal` per method with weights (nothing written); ``fabricated``: the
-    (10,10,10,0) table under nominal, each proposal and each reference rubric."""
+    ``proposals``: one :class:`Proposal` per method with weights (nothing written); ``proposals_rejected``:
+    method -> why its weights were not proposed (they leave a labelled segment unscorable); ``fabricated``:
+    the (10,10,10,0) table under nominal, each proposal and each reference rubric."""
 
     n: int
     n_folds: int
@@ -597,6 +850,7 @@ class RecalibrationStudy:
     proposals: dict[str, Proposal] = field(default_factory=dict)
     n_unlabelled: int = 0
     note: str = LABELS_NOTE
+    proposals_rejected: dict[str, str] = field(default_factory=dict)
 
     @property
     def fitted_weights(self) -> dict[str, dict[str, float] | None]:
@@ -627,7 +881,7 @@ class RecalibrationStudy:
             cv_kappa[m] = {"mean": num(row["kappa_mean"]), "sd": num(row["kappa_sd"]),
                            "pooled": num(row["kappa_pooled"]), "per_fold": [num(k) for k in per],
                            "n_defined": int(row["n_defined"])}
-        ordf = self.ordinal
+        ordf, lsq = self.ordinal, self.least_squares
         return {
             "n": self.n, "n_folds": self.n_folds, "seed": self.seed, "n_unlabelled": self.n_unlabelled,
             "labels_note": self.note, "do_not_adopt": DO_NOT_ADOPT,
@@ -637,13 +891,16 @@ class RecalibrationStudy:
             "fitted_weights": {m: wdict(w) for m, w in self.fitted_weights.items()},
             "cv_kappa": cv_kappa,
             "in_sample_kappa": {m: num(k) for m, k in self.in_sample_kappa.items()},
-            "least_squares": {"rmse": num(self.least_squares.rmse), "rmse_nominal": num(self.least_squares.rmse_base),
-                              "n_capped": self.least_squares.n_capped, "converged": self.least_squares.converged},
+            "least_squares": {"rmse": num(lsq.rmse), "rmse_nominal": num(lsq.rmse_base), "n_capped": lsq.n_capped,
+                              "converged": lsq.converged, "method": lsq.method, "grid_step": lsq.grid_step,
+                              "rmse_grid": num(lsq.rmse_grid), "min_observed_weight": lsq.min_observed_weight,
+                              "proposal_rejected": self.proposals_rejected.get("least_squares")},
             "ordinal": {"coefficients": {d: num(v) for d, v in ordf.coefficients.items()},
                         "thresholds": {k: num(v) for k, v in ordf.thresholds.items()},
                         "negative": ordf.negative, "dropped": ordf.dropped, "n": ordf.n,
                         "n_excluded_capped": ordf.n_excluded_capped, "converged": ordf.converged,
-                        "separation_suspected": ordf.separation_suspected, "warnings": ordf.warnings},
+                        "separation_suspected": ordf.separation_suspected, "warnings": ordf.warnings,
+                        "proposal_rejected": self.proposals_rejected.get("ordinal")},
             "fabricated_10_10_10_0": [{"rubric": r["rubric"], "name": r["name"], "rubric_id": r["rubric_id"],
                                        "score": num(r["score"]), "band": r["band"]}
                                       for r in self.fabricated.to_dict("records")],
@@ -682,6 +939,7 @@ def recalibration_study(data: LabelledSegments, base: Rubric | None = None, *, n
                         exclude_capped=exclude_capped)
     kappa_cv = cv.summary["kappa_mean"]
     proposals: dict[str, Proposal] = {}
+    rejected: dict[str, str] = {}
     for method, weights in (("least_squares", lsq.weights), ("ordinal", ordf.weights)):
         if weights is None:
             continue
@@ -690,17 +948,20 @@ def recalibration_study(data: LabelledSegments, base: Rubric | None = None, *, n
                  provenance or "",
                  f"Cross-validated kappa {kappa_cv[method]:.3f} against nominal {kappa_cv['nominal']:.3f} "
                  f"({n_folds} folds, seed {seed})."]
-        proposals[method] = propose_rubric(weights, base, name=f"{base.name}-refit-{method.replace('_', '-')}",
-                                           comment="\n".join(x for x in lines if x))
+        try:
+            proposals[method] = propose_rubric(weights, base, name=f"{base.name}-refit-{method.replace('_', '-')}",
+                                               comment="\n".join(x for x in lines if x), data=data)
+        except ValueError as exc:  # weights that leave a labelled segment unscorable: reported, not proposed
+            rejected[method] = str(exc)
     fitted = {m: p.rubric for m, p in proposals.items()}
-    in_sample = {"nominal": band_kappa(data, base), **{m: band_kappa(data, r) for m, r in fitted.items()},
+    in_sample = {"nominal": band_kappa(data, base),
+                 **{m: (band_kappa(data, fitted[m]) if m in fitted else float("nan")) for m in METHODS},
                  **{m: band_kappa(data, r) for m, r in references.items()}}
-    if ordf.weights is None:
-        in_sample["ordinal"] = float("nan")
     table = fabricated_answer_table({"nominal": base, **fitted, **references})
     return RecalibrationStudy(n=data.n, n_folds=n_folds, seed=seed, base=base, targets=dict(data.targets),
                               least_squares=lsq, ordinal=ordf, cv=cv, in_sample_kappa=in_sample,
-                              fabricated=table, proposals=proposals, n_unlabelled=data.n_unlabelled)
+                              fabricated=table, proposals=proposals, n_unlabelled=data.n_unlabelled,
+                              proposals_rejected=rejected)
 
 
 __all__ = [
@@ -708,4 +969,5 @@ __all__ = [
     "Proposal", "RecalibrationStudy", "band_kappa", "band_targets", "cross_validate", "cv_folds",
     "fabricated_answer_table", "fit_least_squares", "fit_ordinal", "labelled_segments", "ordinal_design",
     "predicted_scores", "propose_rubric", "recalibration_study", "round_weights", "write_proposal",
+    "ALWAYS_OBSERVED", "LSQ_GRID_STEP", "MIN_OBSERVED_WEIGHT", "simplex_grid", "unscorable_segments",
 ]
