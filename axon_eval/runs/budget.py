@@ -28,6 +28,14 @@ CHARS_PER_TOKEN = 3.5
 EXPECTED_OUTPUT_TOKENS = 250
 
 
+def format_usd(amount: float | None) -> str:
+    """US dollars for people: 3 significant digits, at most 6 decimals (``$0.0397``, ``$0.004``, ``$12.3``);
+    ``unknown`` for ``None``."""
+    from ..display import fmt_number
+
+    return "unknown" if amount is None else f"${fmt_number(amount, 3, max_decimals=6)}"
+
+
 class BudgetExceeded(RuntimeError):
     """Judging the next views would take the run's reported cost above ``max_cost_usd``."""
 

@@ -41,7 +41,7 @@ from ..evidence import (
 )
 from ..rubric import Rubric
 from ..view import EvidenceView, render_view
-from .budget import estimate_cost, estimate_view_cost, is_paid, unpriced_models
+from .budget import estimate_cost, estimate_view_cost, format_usd, is_paid, unpriced_models
 from .io import (
     JsonlAppender,
     ParquetAppender,
@@ -291,15 +291,6 @@ def _rubric_record(rubric: Rubric) -> dict[str, Any]:
     return rubric.model_dump(mode="json")
 
 
-def _prepare_dir(run_dir: str | Path | None, out_dir: Path, name: str, judge: str | None,
-                 started: datetime) -> tuple[Path, dict[str, Any] | None, bool, str | None]:
-    """The run folder to write (fresh, or a given one that holds no results yet), any notebook info
-    already in its manifest (written there by :mod:`axon_eval.runner`), whether params.json exists, and
-    a warning when that manifest could not be read (:func:`read_existing_manifest`)."""
-    if run_dir is None:
-        return new_run_dir(out_dir, name, judge, now=started), None, False, None
-    folder = Path(run_dir)
-    folder.mkdir(parents=True, exist_ok=True)
 def read_existing_manifest(folder: Path) -> tuple[RunManifest | None, str | None]:
     """The manifest already in ``folder`` (the notebook runner's, or a study's) and ``None``, or ``None``
     and a warning saying why it could not be read (it is then replaced, and the run says so); ``(None,
@@ -314,6 +305,15 @@ def read_existing_manifest(folder: Path) -> tuple[RunManifest | None, str | None
                       "replaced, so what it recorded (the notebook, its parameters) is missing here")
 
 
+def _prepare_dir(run_dir: str | Path | None, out_dir: Path, name: str, judge: str | None,
+                 started: datetime) -> tuple[Path, dict[str, Any] | None, bool, str | None]:
+    """The run folder to write (fresh, or a given one that holds no results yet), any notebook info
+    already in its manifest (written there by :mod:`axon_eval.runner`), whether params.json exists, and
+    a warning when that manifest could not be read (:func:`read_existing_manifest`)."""
+    if run_dir is None:
+        return new_run_dir(out_dir, name, judge, now=started), None, False, None
+    folder = Path(run_dir)
+    folder.mkdir(parents=True, exist_ok=True)
     taken = [p.name for p in (folder / "results.parquet", folder / "verdicts.jsonl") if p.exists()]
     if taken:
         raise FileExistsError(f"run folder {folder} already holds {taken}; runs are never overwritten")
@@ -512,6 +512,8 @@ def evaluate(
         manifest.input_files = {rel(f): file_sha256(f) for f in files}
         manifest.turns_file = rel(files[0]) if files else None
         record_git(folder, manifest, root)
+        if unreadable:
+            manifest.warnings.append(unreadable)
         if manifest.judge_local:
             manifest.warnings.append(f"judged against a local server at {manifest.judge_endpoint}: these are not "
                                      "a real model's verdicts")
@@ -519,8 +521,6 @@ def evaluate(
         if other_prompts:
             manifest.warnings.append(f"the rubric names prompt {rubric.prompt_version!r} but the judge uses "
                                      f"{', '.join(other_prompts)}: its verdicts are not the rubric's")
-        if unreadable:
-            manifest.warnings.append(unreadable)
         if not has_params:
             write_json(folder / "params.json", merged_params)
         manifest.write(folder)
@@ -533,10 +533,10 @@ def evaluate(
             est = estimate_cost(judge, (v for _i, vs, _n in _segment_chunks(planned, rubric, chunk_size, sampler)
                                         for v in vs), batch=batch)
             manifest.estimated_cost_usd = est
-            shown = "unknown (model not in the price table)" if est is None else f"${est:.4f}"
+            shown = "unknown (model not in the price table)" if est is None else format_usd(est)
             print(f"estimated cost of judging {source_name} with {judge.judge_id}: {shown} "
                   f"(an estimate: see axon_eval.runs.budget)"
-                  + (f"; budget max_cost_usd=${max_cost_usd:.4f}" if max_cost_usd is not None else ""),
+                  + (f"; budget max_cost_usd={format_usd(max_cost_usd)}" if max_cost_usd is not None else ""),
                   file=sys.stderr)
             manifest.write(folder)
         writer = RunWriter(folder, compress_audit=compress_audit)
@@ -585,8 +585,8 @@ def evaluate(
         manifest.counts = counts
         manifest.status, manifest.failure = status_for(counts)
         if max_cost_usd is not None and (results["error"].fillna("").str.startswith("not judged: the max_cost_usd")).any():
-            manifest.warnings.append(f"the max_cost_usd budget (${max_cost_usd:.4f}) stopped judging; the rest "
-                                     "are unjudged rows")
+            manifest.warnings.append(f"the max_cost_usd budget ({format_usd(max_cost_usd)}) stopped judging; the "
+                                     "rest are unjudged rows")
         manifest.ended_at = iso(utc_now())
         manifest.write(folder)
     except BaseException as exc:
