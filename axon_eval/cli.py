@@ -96,9 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     runs_cli.register(sub)
     __import__("axon_eval.drift_cli", fromlist=["register"]).register(sub)  # anchor, drift (judge change control)
-    from . import labelling_cli; labelling_cli.register(sub)  # sample-for-labelling, import-labels (issue 13)
-    __import__("axon_eval.importers.cli", fromlist=["register"]).register(sub)  # import-traces, export-otlp (issue 15)
-    __import__("axon_eval.reference.cli", fromlist=["register"]).register(sub)  # grade-reference (issue 14)
+    from . import labelling_cli; labelling_cli.register(sub)  # sample-for-labelling, import-labels
+    __import__("axon_eval.importers.cli", fromlist=["register"]).register(sub)  # import-traces, export-otlp
+    __import__("axon_eval.reference.cli", fromlist=["register"]).register(sub)  # grade-reference
     return parser
 
 

@@ -62,8 +62,20 @@ def _usage_error(exc: BaseException) -> int:
     return EXIT_NO_VALID_TURNS if isinstance(exc, NoValidTurnsError) else EXIT_USAGE
 
 
-def _finish(manifest: Any, strict: bool) -> int:
-    """Print the status line of a finished run and return its exit code."""
+#: Warnings a run prints itself when it starts (:func:`axon_eval.runs.evaluate.record_git`): not repeated.
+ANNOUNCED_WARNINGS = ("the working tree is dirty",)
+#: The budget's manifest warning: the summary's budget line says it with the count.
+BUDGET_WARNING = "the max_cost_usd budget"
+#: Per-segment lines (unjudged segments, failed samples, invalid input lines) shown before "... and N more".
+ITEMS_SHOWN = 5
+#: Segments named on the ensemble disagreement line.
+DISAGREEMENT_SHOWN = 10
+
+
+def _finish(manifest: Any, strict: bool, *, said: tuple[str, ...] = ()) -> int:
+    """Print the status line of a finished run and its warnings (but :data:`ANNOUNCED_WARNINGS` and those
+    starting with one of ``said``, printed already) and return its exit code."""
+    from .display import fmt_share
     from .runs import exit_code
 
     code = exit_code(manifest, strict=strict)
@@ -72,18 +84,105 @@ def _finish(manifest: Any, strict: bool) -> int:
         # a study or comparison judges nothing itself: its counts are not the point
         line = f"status: {manifest.status} (exit {code})" + (f": {manifest.error}" if manifest.error else "")
     else:
-        line = (f"status: {manifest.status} (exit {code}): {c.judged} of {c.segments} segments judged, "
+        share = f" ({fmt_share(c.judged / c.segments)})" if c.segments and c.unjudged else ""
+        line = (f"status: {manifest.status} (exit {code}): {c.judged} of {c.segments} segments judged{share}, "
                 f"{c.unjudged} unjudged, {c.invalid} invalid input line(s)")
     print(line, file=sys.stderr if code else sys.stdout)
     for warning in manifest.warnings:
-        print(f"WARNING: {warning}", file=sys.stderr)
+        if not warning.startswith((*ANNOUNCED_WARNINGS, *said)):
+            print(f"WARNING: {warning}", file=sys.stderr)
     return code
 
 
-def _print_summary(result: Any) -> None:
+def _budget_stopped(item: Any) -> bool:
+    from .runs.evaluate import BUDGET_ERROR
+
+    return str(item.get("error") or "").startswith(BUDGET_ERROR.split("$", 1)[0])
+
+
+def disagreement_lines(results: Any) -> list[str]:
+    """The ensemble disagreement of a results table: how many judged segments an ensemble judge flagged
+    (``disagreement``, any of a segment's samples) and which, each with its widest member range
+    (``range_<dimension>``); nothing for a judge that is not an ensemble."""
+    from .display import fmt_number, fmt_share
+    from .rubric import DIMENSIONS
+
+    if "disagreement" not in results or "status" not in results:
+        return []
+    rows = results[(results["status"] == "judged") & results["disagreement"].notna()]
+    if rows.empty:
+        return []
+    flagged = rows["disagreement"].astype(bool).groupby(rows["segment_id"], sort=False).any()
+    k, n = int(flagged.sum()), len(flagged)
+    line = f"ensemble disagreement: {k} of {n} judged segments flagged ({fmt_share(k / n)})"
+    if not k:
+        return [line]
+    ranges = [f"range_{d}" for d in DIMENSIONS if f"range_{d}" in rows]
+    named = []
+    for segment in list(flagged[flagged].index)[:DISAGREEMENT_SHOWN]:
+        widest = rows.loc[rows["segment_id"] == segment, ranges].max() if ranges else None
+        if widest is not None and widest.notna().any():
+            dim = str(widest.idxmax()).removeprefix("range_")
+            named.append(f"{segment} ({dim} range {fmt_number(float(widest.max()))})")
+        else:
+            named.append(str(segment))
+    more = f", and {k - len(named)} more" if k > len(named) else ""
+    return [f"{line}: {', '.join(named)}{more}",
+            "  members' ranges per dimension: results.parquet (disagreement, range_*); each member: members.parquet"]
+
+
+def summary_lines(summary: dict[str, Any], results: Any, run_dir: Any, *, quiet: bool = False,
+                  max_cost_usd: float | None = None) -> list[str]:
+    """The CLI summary of a run: :func:`~axon_eval.summaries.format_summary` with at most
+    :data:`ITEMS_SHOWN` lines per kind of item (none with ``quiet``: a line with the count and the file
+    instead), the segments a cost budget stopped as one line, and the ensemble disagreement."""
     from .summaries import format_summary
 
-    print(format_summary(result.summary(allow_mixed=True)))
+    unjudged = list(summary.get("unjudged_items") or [])
+    budget = [i for i in unjudged if _budget_stopped(i)]
+    unjudged = [i for i in unjudged if not _budget_stopped(i)]
+    kinds = {"unjudged_items": (unjudged, "unjudged segment(s)", "results.parquet (status, error)"),
+             "failed_sample_items": (list(summary.get("failed_sample_items") or []), "failed judge sample(s)",
+                                     "results.parquet (status, error)"),
+             "invalid_items": (list(summary.get("invalid_items") or []), "invalid input line(s)", "invalid.jsonl")}
+    shown = dict(summary)
+    tails = []
+    for key, (items, what, where) in kinds.items():
+        keep = [] if quiet else items[:ITEMS_SHOWN]
+        shown[key] = keep
+        if len(items) > len(keep):
+            rest = len(items) - len(keep)
+            tails.append(f"  {'and ' + str(rest) + ' more' if keep else rest} {what}: listed in "
+                         f"{Path(run_dir) / where.split(' ')[0]}{where[len(where.split(' ')[0]):]}")
+    lines = format_summary(shown).splitlines() + tails
+    if budget:
+        from .runs.budget import format_usd
+
+        amount = f" of {format_usd(max_cost_usd)}" if max_cost_usd is not None else ""
+        lines.append(f"budget: the max_cost_usd budget{amount} stopped judging: {len(budget)} segment(s) unjudged, "
+                     f"listed in {Path(run_dir) / 'results.parquet'} (status, error)")
+    lines.extend(disagreement_lines(results))
+    return lines
+
+
+def _print_summary(result: Any, *, quiet: bool = False) -> tuple[str, ...]:
+    """Print :func:`summary_lines`; returns the warning prefixes it has said (for :func:`_finish`)."""
+    lines = summary_lines(result.summary(allow_mixed=True), result.results, result.run_dir, quiet=quiet,
+                          max_cost_usd=result.manifest.max_cost_usd)
+    print("\n".join(lines))
+    return (BUDGET_WARNING,) if any(line.startswith("budget: ") for line in lines) else ()
+
+
+def _write_report(run_dir: Any) -> None:
+    """``report.html`` beside a headless run's results (the notebook runs write their own); a report that
+    cannot be drawn is a warning, never a changed exit code: the run stands."""
+    from .report import write_report
+
+    try:
+        print(f"report:     {write_report(run_dir)}")
+    except Exception as exc:  # the run's results stand; the missing report is said, with the command to retry
+        print(f"WARNING: report.html was not written ({type(exc).__name__}: {exc}); "
+              f"retry with: python -m axon_eval report {run_dir}", file=sys.stderr)
 
 
 # -- handlers ---------------------------------------------------------------------------------------
@@ -123,8 +222,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     except (*_judge_errors(), *_USAGE_ERRORS) as exc:
         return _usage_error(exc)
     print(f"run folder: {result.run_dir}")
-    _print_summary(result)
-    return _finish(result.manifest, args.strict)
+    said = _print_summary(result, quiet=args.quiet)
+    _write_report(result.run_dir)
+    return _finish(result.manifest, args.strict, said=said)
 
 
 def _cmd_rejudge(args: argparse.Namespace) -> int:
@@ -137,8 +237,9 @@ def _cmd_rejudge(args: argparse.Namespace) -> int:
     except (InputChangedError, *_judge_errors(), *_USAGE_ERRORS) as exc:
         return _usage_error(exc)
     print(f"run folder: {result.run_dir} (re-judged from {args.run})")
-    _print_summary(result)
-    return _finish(result.manifest, args.strict)
+    said = _print_summary(result, quiet=args.quiet)
+    _write_report(result.run_dir)
+    return _finish(result.manifest, args.strict, said=said)
 
 
 def _cmd_rescore(args: argparse.Namespace) -> int:
@@ -150,6 +251,7 @@ def _cmd_rescore(args: argparse.Namespace) -> int:
         return _usage_error(exc)
     print(f"run folder: {result.run_dir} (re-scored from {args.run})")
     _print_summary(result)
+    _write_report(result.run_dir)
     return _finish(result.manifest, False)
 
 
@@ -196,9 +298,48 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_index(args: argparse.Namespace) -> int:
-    import pandas as pd
+#: ``index`` columns: (heading, width limit); ``--json`` prints every column of :func:`axon_eval.runs.index`.
+INDEX_TABLE = (("run", 80), ("kind", 9), ("status", 10), ("judge", 28), ("rubric", 18), ("judged", 14),
+               ("note", 40))
 
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def index_rows(frame: Any) -> list[dict[str, str]]:
+    """The rows of the ``index`` table, as text: the run folder, kind, status, judge, rubric (its name,
+    else its id), judged segments as ``k of n``, and a note (the study, a budget stop, the error).
+    Missing values read ``-``."""
+    from .display import is_missing
+
+    def text(value: Any) -> str:
+        return "-" if is_missing(value) or value == "" else str(value)
+
+    rows = []
+    for r in frame.to_dict(orient="records"):
+        segments = r.get("segments")
+        judged = "-" if is_missing(segments) or not segments else f"{int(r['judged'])} of {int(segments)}"
+        study = r.get("study")
+        error = r.get("error")
+        note = (f"study {study}" if not is_missing(study) else
+                str(error).splitlines()[0] if not is_missing(error) and error else "")
+        rubric = r.get("rubric_name") if not is_missing(r.get("rubric_name")) else r.get("rubric_id")
+        rows.append({"run": text(r.get("run_id")), "kind": text(r.get("kind")), "status": text(r.get("status")),
+                     "judge": text(r.get("judge_id")), "rubric": text(rubric), "judged": judged, "note": note})
+    return rows
+
+
+def format_table(rows: list[dict[str, str]], columns: tuple[tuple[str, int], ...]) -> str:
+    """Plain-text columns, each as wide as its widest cell up to its limit (longer cells end in ``...``)."""
+    widths = {name: min(limit, max([len(name), *(len(row[name]) for row in rows)])) for name, limit in columns}
+    lines = ["  ".join(name.ljust(widths[name]) for name, _ in columns).rstrip()]
+    lines += ["  ".join(_clip(row[name], widths[name]).ljust(widths[name]) for name, _ in columns).rstrip()
+              for row in rows]
+    return "\n".join(lines)
+
+
+def _cmd_index(args: argparse.Namespace) -> int:
     from .runs import index
 
     frame = index(args.root)
@@ -207,9 +348,8 @@ def _cmd_index(args: argparse.Namespace) -> int:
     elif frame.empty:
         print(f"no run folders under {args.root or 'runs'}")
     else:
-        with pd.option_context("display.max_rows", None, "display.width", 250, "display.max_colwidth", 48):
-            print(frame[["run_id", "kind", "status", "judge_id", "rubric_id", "segments", "judged", "unjudged",
-                         "invalid", "study"]].to_string(index=False))
+        print(format_table(index_rows(frame), INDEX_TABLE))
+        print(f"{len(frame)} run folder(s); --json prints every column (paths, times, hashes, counts, cost, git)")
     return 0
 
 

@@ -442,6 +442,8 @@ def test_cli_evaluate_rescore_rejudge_report(tmp_path, evidence, capsys):
     folder = Path(printed.splitlines()[0].removeprefix("run folder: ").strip())
     assert folder.parent == out and "_cli-eval_replay" in folder.name
     assert "bands:" in printed and "judged:" in printed
+    # a headless evaluate writes the audit report too
+    assert (folder / "report.html").is_file() and f"report:     {folder / 'report.html'}" in printed
     run = load_run(folder)
     assert run.manifest.counts.turns == 4 and run.manifest.params["limit"] == 4
 
@@ -557,3 +559,140 @@ def test_derived_runs_record_their_source_relative_to_the_repository(tmp_path, e
     m = json.loads((folder / "manifest.json").read_text())
     assert m["params"]["run_a"] == rel and m["source_run"] == rel
     assert json.loads((folder / "comparison.json").read_text())["run_b"] == f"runs/{rescored.run_dir.name}"
+
+
+# -- what the CLI shows people ---------------------------------------------------------------------------
+def _help_texts(parser) -> list[str]:
+    import argparse
+
+    texts = [t for t in (parser.description, parser.epilog) if t]
+    for action in parser._actions:
+        if action.help and action.help is not argparse.SUPPRESS:
+            texts.append(action.help)
+        if isinstance(action, argparse._SubParsersAction):
+            texts += [choice.help for choice in action._choices_actions if choice.help]
+            for sub in action.choices.values():
+                texts += _help_texts(sub)
+    return texts
+
+
+def test_help_mentions_no_issue_numbers():
+    texts = _help_texts(cli.build_parser())
+    assert len(texts) > 100
+    assert [t for t in texts if re.search(r"\bissues?\b", t, re.IGNORECASE)] == []
+
+
+def test_compare_names_rows_by_segment_and_sample_and_shows_numbers_for_people(tmp_path, evidence):
+    from axon_eval.runs import compare_runs
+    from axon_eval.runs.compare import p_value, signed
+
+    judge_a, judge_b = ScriptedJudge(), ScriptedJudge(offset=1)
+    judge_a.default_samples = judge_b.default_samples = 2
+    a = run_eval(evidence, judge_a, tmp_path / "a")
+    b = run_eval(evidence, judge_b, tmp_path / "b")
+    text = compare_runs(a.run_dir, b.run_dir).format(top=40)
+    changed = [line for line in text.splitlines() if line.startswith("  segment ")]
+    assert changed and all(re.fullmatch(r"  segment t\d{3}(#\d)?, sample [01]: [+-][\d.]+", line) for line in changed)
+    assert "#0" not in text and "#1:" not in text and "None" not in text
+    assert not re.search(r"\de[-+]\d", text), "no scientific notation"
+    assert re.search(r"band changes: \d+ of 30 \(\d+(\.\d)?%\)", text)
+    # one sample per segment: rows are named by segment only
+    single = compare_runs(run_eval(evidence, ScriptedJudge(), tmp_path / "c").run_dir,
+                          run_eval(evidence, ScriptedJudge(offset=1), tmp_path / "d").run_dir).format()
+    assert re.search(r"^  segment t\d{3}: [+-]", single, re.MULTILINE) and ", sample" not in single
+    # the formatting rules, against hand-written values
+    assert [p_value(x) for x in (4.09e-15, 0.000999, 0.001, 0.0123, 0.875)] == \
+        ["< 0.001", "< 0.001", "= 0.001", "= 0.012", "= 0.88"]
+    assert [signed(x) for x in (1.6, -0.578, 12.54, 0.0, -0.004, 0.04)] == ["+1.6", "-0.58", "+12.5", "0", "0", "+0.04"]
+
+
+def test_index_prints_a_readable_table_and_json_carries_every_column(tmp_path, evidence, capsys):
+    from axon_eval.runs.catalog import INDEX_COLUMNS
+
+    out = tmp_path / "runs"
+    run_eval(evidence, ScriptedJudge(fail=frozenset({"t001"})), out)
+    broken = out / "2026-01-01T000000Z_broken"
+    broken.mkdir()
+    (broken / "manifest.json").write_text("{")
+    assert cli.main(["index", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["run", "kind", "status", "judge", "rubric", "judged", "note"]
+    row = next(line for line in lines if "_scripted" in line)
+    assert row.split()[1:6] == ["evaluate", "partial", "scripted/v1", "axon-v1", "14"] and "14 of 15" in row
+    bad = next(line for line in lines if "_broken" in line)
+    assert "unreadable" in bad and ("ValidationError" in bad or "JSON" in bad)
+    assert not any(word in " ".join(lines) for word in ("None", "nan", "NaN"))
+    assert lines[-1].startswith("2 run folder(s)")
+    assert cli.main(["index", str(out), "--json"]) == 0
+    records = json.loads(capsys.readouterr().out)
+    assert len(records) == 2 and all(set(r) == set(INDEX_COLUMNS) for r in records)
+
+
+def test_the_summary_lists_a_few_items_quiet_lists_none_and_the_budget_is_one_line(tmp_path, evidence):
+    from axon_eval.runs.evaluate import BUDGET_ERROR
+    from axon_eval.runs_cli import ITEMS_SHOWN, summary_lines
+
+    failing = frozenset(f"t{i:03d}" for i in range(8))
+    run = run_eval(evidence, ScriptedJudge(fail=failing), tmp_path / "runs")
+    loud = summary_lines(run.summary(), run.results, run.run_dir)
+    assert len([line for line in loud if "UNJUDGED" in line]) == ITEMS_SHOWN
+    assert f"  and {8 - ITEMS_SHOWN} more unjudged segment(s): listed in {run.run_dir / 'results.parquet'}" \
+        " (status, error)" in loud
+    quiet = summary_lines(run.summary(), run.results, run.run_dir, quiet=True)
+    assert not [line for line in quiet if "UNJUDGED" in line]
+    assert f"  8 unjudged segment(s): listed in {run.run_dir / 'results.parquet'} (status, error)" in quiet
+    # segments a budget stopped: one line with their count, never one line each
+    message = BUDGET_ERROR.format(budget=0.004, spent=0.0012)
+    summary = run.summary()
+    summary["unjudged_items"] = [{"segment_id": f"t{i:03d}", "error": message} for i in range(12)]
+    lines = summary_lines(summary, run.results, run.run_dir, max_cost_usd=0.004)
+    assert [line for line in lines if "max_cost_usd" in line] == [
+        f"budget: the max_cost_usd budget of $0.004 stopped judging: 12 segment(s) unjudged, listed in "
+        f"{run.run_dir / 'results.parquet'} (status, error)"]
+
+
+def test_the_summary_names_the_segments_an_ensemble_flagged(tmp_path, evidence, capsys):
+    from axon_eval.judges.wrappers import EnsembleJudge
+    from axon_eval.runs_cli import disagreement_lines
+
+    run = run_eval(evidence, EnsembleJudge([ScriptedJudge(), ScriptedJudge("scripted/v2", offset=5)]), tmp_path)
+    flagged = run.results.loc[run.results["disagreement"].astype(bool), "segment_id"].tolist()
+    judged = run.results.loc[run.results["status"] == "judged", "segment_id"].nunique()
+    assert 0 < len(flagged) < judged
+    line, where = disagreement_lines(run.results)
+    cut = line.index("): ") + 1
+    head, named = line[:cut], line[cut + 2:]
+    assert head == f"ensemble disagreement: {len(flagged)} of {judged} judged segments flagged " \
+                   f"({round(100 * len(flagged) / judged)}%)"
+    from axon_eval.runs_cli import DISAGREEMENT_SHOWN
+
+    parts = named.split(", ")
+    shown = flagged[:DISAGREEMENT_SHOWN]
+    assert [part.split(" (")[0] for part in parts[:len(shown)]] == shown
+    assert parts[len(shown):] == ([f"and {len(flagged) - len(shown)} more"] if len(flagged) > len(shown) else [])
+    first = run.results.set_index("segment_id").loc[flagged[0]]
+    widest = max(DIMENSIONS, key=lambda d: first[f"range_{d}"])
+    assert named.startswith(f"{flagged[0]} ({widest} range {first[f'range_{widest}']:g})")
+    assert "members.parquet" in where
+    # a judge that is not an ensemble has no such line
+    assert disagreement_lines(run_eval(evidence, ScriptedJudge(), tmp_path / "plain").results) == []
+
+
+def test_a_budget_stop_prints_one_line_not_one_per_segment(tmp_path, evidence, capsys):
+    from axon_eval.judges.fake_server import FakeJudgeServer
+
+    with FakeJudgeServer(lifetime_s=120) as server:
+        code = cli.main(["evaluate", "--turns", str(evidence), "--judge", f"anthropic:claude-haiku-4-5@{server.url}",
+                         "--out", str(tmp_path / "runs"), "--no-cache", "--max-cost-usd", "0.004",
+                         "--concurrency", "1"])
+    captured = capsys.readouterr()
+    assert code == 3
+    (folder,) = [p for p in (tmp_path / "runs").iterdir() if not p.name.startswith(".")]
+    stopped = load_run(folder).results.query("status == 'unjudged'")["segment_id"].nunique()
+    assert stopped >= 5
+    assert [line for line in captured.out.splitlines() if "max_cost_usd" in line] == [
+        f"budget: the max_cost_usd budget of $0.004 stopped judging: {stopped} segment(s) unjudged, listed in "
+        f"{folder / 'results.parquet'} (status, error)"]
+    assert "UNJUDGED" not in captured.out
+    assert [line for line in captured.err.splitlines() if "max_cost_usd" in line and "estimated cost" not in line] == []
+    assert "estimated cost" in captured.err and "$0.0040" not in captured.err

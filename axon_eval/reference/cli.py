@@ -80,10 +80,14 @@ def _cmd_grade_reference(args: argparse.Namespace) -> int:
                 print(f"{split:<8}    {c['n_responses']} responses ({c['n_questions']} questions): false pass "
                       f"{c['false_pass']}, false fail {c['false_fail']}, review required {c['review_required']}, "
                       f"error {c['error']}")
-        cost = f"${m.cost_usd:.6f}" if m.cost_usd is not None else (
-            "unknown" if m.input_tokens is not None else "none (no API call made)")
-        print(f"cache:      {m.cache_hits} hit(s), {m.cache_misses} miss(es); tokens in/out "
-              f"{m.input_tokens}/{m.output_tokens}; cost {cost}")
+        from ..runs.budget import format_usd
+
+        cost = format_usd(m.cost_usd) if m.cost_usd is not None else (
+            "not reported" if m.input_tokens is not None else "none (no API call made)")
+        tokens = (f"tokens in/out {m.input_tokens:,}/{m.output_tokens or 0:,}" if m.input_tokens is not None
+                  else "tokens not reported")
+        cache = ("not used" if m.cache_hits is None else f"{m.cache_hits} hit(s), {m.cache_misses or 0} miss(es)")
+        print(f"cache:      {cache}; {tokens}; cost {cost}")
         if m.batch is not None:
             print(f"batch:      submitted {m.batch['submitted'] or 'none'} ({m.batch['requests']} request(s)), "
                   f"resumed {m.batch['resumed'] or 'none'}; costs at the Message Batches price")
@@ -98,7 +102,7 @@ def _cmd_grade_reference(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """Add the ``grade-reference`` verb to the ``python -m axon_eval`` subparsers ``sub``."""
-    p = sub.add_parser("grade-reference", help="grade recorded answers against the simulated business (issue 14)",
+    p = sub.add_parser("grade-reference", help="grade recorded answers against the simulated business",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--judge", default="heuristic",
                    help="heuristic (offline, default) or claude:<model>[@<base_url>]")

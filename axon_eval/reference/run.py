@@ -47,7 +47,7 @@ from typing import Any
 import pandas as pd
 
 from ..runs.batch import batch_info, registry_dir
-from ..runs.budget import is_paid, unpriced_models
+from ..runs.budget import format_usd, is_paid, unpriced_models
 from ..runs.evaluate import BUDGET_ERROR, fail_run, judge_provenance, read_existing_manifest, record_git
 from ..runs.io import (
     default_cache_path,
@@ -459,10 +459,10 @@ def grade_reference(questions_file: str | Path, responses_file: str | Path, judg
 
         def announce(estimate: float | None, n_calls: int) -> None:
             manifest.estimated_cost_usd = estimate
-            shown = "unknown (model not in the price table)" if estimate is None else f"${estimate:.4f}"
+            shown = "unknown (model not in the price table)" if estimate is None else format_usd(estimate)
             print(f"estimated cost of grading {n_calls} response(s) with {judge_obj.judge_id}: {shown} (an estimate; "
                   "cached grades cost nothing)"
-                  + (f"; budget max_cost_usd=${max_cost_usd:.4f}" if max_cost_usd is not None else ""),
+                  + (f"; budget max_cost_usd={format_usd(max_cost_usd)}" if max_cost_usd is not None else ""),
                   file=sys.stderr)
             manifest.write(folder)
 

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..display import fmt_number, fmt_share
 from ..rubric import BANDS, DIMENSIONS, Rubric
 from .io import iso, new_run_dir, to_jsonable, utc_now, write_json, write_parquet, atomic_write_text
 from .load import Run, load_run
@@ -114,31 +115,57 @@ class RunComparison:
         })
 
     def format(self, top: int = 10) -> str:
-        """A plain-text summary for the terminal."""
-        lines = [f"A: {self.run_a}  [{self.judge_a} | rubric {self.rubric_a}]",
-                 f"B: {self.run_b}  [{self.judge_b} | rubric {self.rubric_b}]",
+        """A plain-text summary for the terminal: numbers for people (:mod:`axon_eval.display`: 2-3
+        significant digits, shares as percentages, a p-value below 0.001 as ``< 0.001``), each changed
+        row named by its segment and, when the runs judged a segment more than once, its sample."""
+        def judge_rubric(judge: str | None, rubric: str | None) -> str:
+            return f"[judge {judge or 'not recorded'} | rubric {rubric or 'not recorded'}]"
+
+        lines = [f"A: {self.run_a}  {judge_rubric(self.judge_a, self.rubric_a)}",
+                 f"B: {self.run_b}  {judge_rubric(self.judge_b, self.rubric_b)}",
                  f"matched rows: {self.n_matched}; compared (judged in both): {self.n_compared}; "
                  f"only in A: {len(self.unmatched_a)}; only in B: {len(self.unmatched_b)}; "
                  f"unjudged in either: {len(self.unjudged)}"]
         if self.mean_delta is not None:
-            ci = f" (95% CI {self.mean_delta_ci[0]:+.2f} to {self.mean_delta_ci[1]:+.2f})" if self.mean_delta_ci else ""
-            p = "n/a (every delta is 0)" if self.wilcoxon_p is None else f"{self.wilcoxon_p:.3g}"
-            ci = ci.replace("95% CI", f"{self.confidence:.0%} CI")
-            lines.append(f"mean delta B-A: {self.mean_delta:+.2f} points{ci}; max |delta| {self.max_abs_delta:.1f}; "
-                         f"Wilcoxon p = {p}")
-        lines.append(f"band changes: {self.n_band_changes} of {self.n_compared}")
+            ci = (f" ({fmt_share(self.confidence)} CI {signed(self.mean_delta_ci[0])} to "
+                  f"{signed(self.mean_delta_ci[1])})" if self.mean_delta_ci else "")
+            p = "not defined (every delta is 0)" if self.wilcoxon_p is None else p_value(self.wilcoxon_p)
+            lines.append(f"mean delta B-A: {signed(self.mean_delta)} points{ci}; largest |delta| "
+                         f"{fmt_number(self.max_abs_delta, 3, max_decimals=2)}; Wilcoxon p {p}")
+        share = f" ({fmt_share(self.n_band_changes / self.n_compared)})" if self.n_compared else ""
+        lines.append(f"band changes: {self.n_band_changes} of {self.n_compared}{share}")
         lines.append("band transitions (rows A, columns B):")
         lines.extend("  " + line for line in self.transitions.to_string().splitlines())
         moved = self.deltas[self.deltas["delta"] != 0].head(top)
         if len(moved):
+            several = bool((self.deltas["sample_index"] != 0).any())
             lines.append(f"largest |delta| (top {len(moved)}):")
             for _, r in moved.iterrows():
-                lines.append(f"  {r['segment_id']}#{r['sample_index']}: {r['delta']:+.1f}  A: {r['arithmetic_a']}")
-                lines.append(f"  {'':>{len(str(r['segment_id'])) + len(str(r['sample_index'])) + 1}}         "
-                             f"B: {r['arithmetic_b']}")
+                name = row_name(r["segment_id"], r["sample_index"], several)
+                lines.append(f"  {name}: {signed(r['delta'])}")
+                lines.append(f"    A: {r['arithmetic_a']}")
+                lines.append(f"    B: {r['arithmetic_b']}")
         lines.extend(f"note: {n}" for n in self.notes)
         lines.append("IDENTICAL" if self.identical else "NOT identical")
         return "\n".join(lines)
+
+
+def row_name(segment_id: Any, sample_index: Any, several_samples: bool) -> str:
+    """``segment eu-0012#2`` (its sample named only when the runs judged segments more than once:
+    ``segment eu-0012#2, sample 1``); segment ids carry their own ``#n`` for bundled questions."""
+    return f"segment {segment_id}" + (f", sample {int(sample_index)}" if several_samples else "")
+
+
+def signed(value: float) -> str:
+    """A change in points with its sign: 3 significant digits, at most 2 decimals (``+1.6``, ``-0.58``,
+    ``+12.5``, ``0``)."""
+    text = fmt_number(value, 3, max_decimals=2)
+    return text if text == "0" or text.startswith("-") else f"+{text}"
+
+
+def p_value(p: float) -> str:
+    """``= 0.88`` (two significant digits) or ``< 0.001``: never scientific notation."""
+    return "< 0.001" if p < 0.001 else f"= {fmt_number(p, 2)}"
 
 
 def _evidence_hash(m: RunManifest) -> str | None:
