@@ -93,9 +93,10 @@ method fits on the other folds; the held-out segments are scored by the scorer i
 (:func:`axon_eval.scoring.score_arrays`: renormalisation, caps, rounding, bands) under
 ``base.with_weights(w_hat)`` and Cohen's kappa (unweighted) of that band against the labelled verdict is
 the fold's kappa (each fold's least-squares fit keeps the floor ``m`` of the whole data set; a fold's
-weights that leave a held-out segment unscorable predict nothing there, with a note). The nominal rubric (and any reference rubric, e.g. ``axon-v1-faithcap``) is scored on
-the same held-out folds without fitting. Reported: the per-fold kappas, their mean (folds with an
-undefined kappa are left out and counted), and the pooled kappa of all held-out predictions.
+weights that leave a held-out segment unscorable predict nothing there, with a note). The nominal rubric
+(and any reference rubric, e.g. ``axon-v1-faithcap``) is scored on the same held-out folds without
+fitting. Reported: the per-fold kappas, their mean (folds with an undefined kappa are left out and
+counted), and the pooled kappa of all held-out predictions.
 
 (d) Proposals (:func:`propose_rubric`, :func:`write_proposal`)
 --------------------------------------------------------------
@@ -161,6 +162,8 @@ LSQ_OBJECTIVE_RTOL = 1e-8
 LSQ_KKT_TOL = 1e-5
 #: A weight at most this far from its bound (or the floor) counts as on it in the KKT check.
 LSQ_ACTIVE_TOL = 1e-7
+#: A segment whose raw score is within this many points of its cap sits on the cap's kink (KKT check).
+LSQ_KINK_TOL = 1e-6
 #: Grid points scored per block (bounds the (points x segments) work arrays to about 32 MB).
 _GRID_BLOCK_CELLS = 4_000_000
 
@@ -378,29 +381,40 @@ def _grad_x(x: np.ndarray, grad_w: np.ndarray) -> np.ndarray:
     return np.append(x[3] * grad_w[:3], x[:3] @ grad_w[:3] - grad_w[3])
 
 
-def _kkt_residual(x: np.ndarray, grad: np.ndarray, floor: float) -> float:
+def _kkt_residual(x: np.ndarray, grad: np.ndarray, floor: float, kinks: np.ndarray | None = None) -> float:
     """Relative stationarity residual of ``x = (u, t)`` on {u >= 0, sum u = 1, floor <= t <= 1}.
 
-    ``grad = lambda (1, 1, 1, 0) + sum_{u_k = 0} nu_k e_k + mu_lo e_t [t = floor] - mu_hi e_t [t = 1]``
-    with ``nu, mu >= 0``, solved by bounded least squares; returns ``max |residual| / (1 + max |grad|)``
-    (0 at a KKT point; ``inf`` if ``grad`` is not finite).
+    ``grad + sum_j theta_j h_j = lambda (1, 1, 1, 0) + sum_{u_k = 0} nu_k e_k + mu_lo e_t [t = floor]
+    - mu_hi e_t [t = 1]`` with ``nu, mu >= 0`` and ``theta_j`` in [0, 1], solved by bounded least squares.
+    ``grad`` leaves out the segments sitting at their cap (``|r_i - c_i|`` at most :data:`LSQ_KINK_TOL`),
+    whose loss has a kink there; ``kinks`` (4, k) holds their gradients on the uncapped side ``h_j``, so
+    ``theta`` spans the subdifferential (Clarke stationarity; plain KKT when no segment is at its cap).
+    Returns ``max |residual| / (1 + max |grad|)`` (0 at a stationary point; ``inf`` if not finite).
     """
     if not np.all(np.isfinite(grad)):
         return float("inf")
     eye = np.eye(4)
-    cols, lower = [np.array([1.0, 1.0, 1.0, 0.0])], [-np.inf]
+    cols, lower, upper = [np.array([1.0, 1.0, 1.0, 0.0])], [-np.inf], [np.inf]
     for k in np.flatnonzero(x[:3] <= LSQ_ACTIVE_TOL):
         cols.append(eye[k])
         lower.append(0.0)
+        upper.append(np.inf)
     if x[3] - floor <= LSQ_ACTIVE_TOL:
         cols.append(eye[3])
         lower.append(0.0)
+        upper.append(np.inf)
     if 1.0 - x[3] <= LSQ_ACTIVE_TOL:
         cols.append(-eye[3])
         lower.append(0.0)
+        upper.append(np.inf)
+    for h in (kinks.T if kinks is not None else ()):
+        cols.append(-h)
+        lower.append(0.0)
+        upper.append(1.0)
     a = np.column_stack(cols)
-    sol = lsq_linear(a, grad, bounds=(np.array(lower), np.full(len(lower), np.inf)), method="bvls")
-    return float(np.abs(grad - a @ sol.x).max() / (1.0 + np.abs(grad).max()))
+    sol = lsq_linear(a, grad, bounds=(np.array(lower), np.array(upper)), method="bvls")
+    scale = 1.0 + max(np.abs(grad).max(), np.abs(kinks).max() if kinks is not None and kinks.size else 0.0)
+    return float(np.abs(grad - a @ sol.x).max() / scale)
 
 
 @dataclass(frozen=True)
@@ -442,7 +456,8 @@ def fit_least_squares(data: LabelledSegments, base: Rubric | None = None, *, app
     cap = _effective_caps(data.subscores, data.facts, base) if apply_caps else np.full(data.n, np.inf)
     y = data.y
 
-    def loss_and_grad(w: np.ndarray) -> tuple[float, np.ndarray]:
+    def loss_and_grad(w: np.ndarray, kink: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+        """``L(w)`` and its gradient; segments flagged in ``kink`` are left out of the gradient."""
         wo = obs * w
         den = np.maximum(wo.sum(axis=1), 1e-12)
         raw = 10.0 * (wo * s0).sum(axis=1) / den
@@ -450,8 +465,21 @@ def fit_least_squares(data: LabelledSegments, base: Rubric | None = None, *, app
         pred = np.where(free, raw, cap)
         resid = pred - y
         drdw = 10.0 * obs * (s0 - raw[:, None] / 10.0) / den[:, None]
-        grad = 2.0 * ((resid * free)[:, None] * drdw).sum(axis=0) / len(y)
+        use = free if kink is None else free & ~kink
+        grad = 2.0 * ((resid * use)[:, None] * drdw).sum(axis=0) / len(y)
         return float((resid ** 2).mean()), grad  # the mean: same minimiser, a scale SLSQP's tolerance suits
+
+    def stationarity(w: np.ndarray) -> float:
+        """The KKT residual of :func:`_kkt_residual` at ``w`` (in ``(u, t)``), kinks of the caps included."""
+        x = _split(w)
+        raw = 10.0 * ((obs * w) * s0).sum(axis=1) / np.maximum((obs * w).sum(axis=1), 1e-12)
+        kink = np.abs(raw - cap) <= LSQ_KINK_TOL
+        _loss, grad = loss_and_grad(w, kink)
+        drdw = 10.0 * obs[kink] * (s0[kink] - raw[kink, None] / 10.0) / np.maximum((obs[kink] * w).sum(axis=1),
+                                                                                      1e-12)[:, None]
+        h = 2.0 * (raw[kink] - y[kink])[:, None] * drdw / len(y)
+        kinks = np.column_stack([_grad_x(x, row) for row in h]) if len(h) else None
+        return _kkt_residual(x, _grad_x(x, grad), floor, kinks)
 
     def loss_at(w: np.ndarray) -> float:
         """``L(w)`` with an undefined score as ``inf`` (never a feasible optimum)."""
@@ -495,8 +523,7 @@ def fit_least_squares(data: LabelledSegments, base: Rubric | None = None, *, app
 
     def candidate(w: np.ndarray, method: str, message: str, success: bool, k: int) -> _Candidate:
         loss = loss_at(w)
-        x = _split(w)
-        kkt = _kkt_residual(x, _grad_x(x, loss_and_grad(w)[1]), floor) if np.isfinite(loss) else float("inf")
+        kkt = stationarity(w) if np.isfinite(loss) else float("inf")
         return _Candidate(w, loss, bool(np.isfinite(loss) and (success or kkt <= LSQ_KKT_TOL)), kkt, method,
                           message, k)
 
