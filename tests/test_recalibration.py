@@ -2,6 +2,12 @@
 
 * least squares recovers the weights that generated the data through the scorer itself (``score_arrays``:
   renormalised null faithfulness, caps, rounding), inside the simplex and on its edge;
+* least squares against an oracle written out here (the score formula on a stars-and-bars simplex grid, and
+  feasible random perturbations for local optimality): never worse than the best 0.02 grid point (hypothesis,
+  seeded 20-row sets), not worse than a 0.01 grid, out of the face where SLSQP alone stopped ("Inequality
+  constraints incompatible"), the 0.01 floor on the observed dimensions when faithfulness is null (every
+  labelled row scored, the (0, 0, 0, 1) proposal refused), ``converged`` true of the point returned;
+* ``predicted_scores``: NaN with a reason, never 0, for a zero denominator;
 * the ordinal model recovers a known ordering of coefficients from synthetic proportional-odds data, turns
   a negative coefficient into weight 0, drops a constant subscore and flags separation;
 * cross-validation uses the same seeded, stratified folds for every method (checked against fits redone by
@@ -13,6 +19,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from importlib import resources
 from pathlib import Path
@@ -20,6 +27,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from axon_eval.labels import load_labels
 from axon_eval.rubric import BANDS, CAP_FACTS, DIMENSIONS, Rubric
@@ -101,6 +110,235 @@ def test_least_squares_exact_without_rounding():
     fit = rc.fit_least_squares(data, AXON)
     assert [fit.weights[d] for d in DIMENSIONS] == pytest.approx([true[d] for d in DIMENSIONS], abs=1e-5)
     assert fit.rmse == pytest.approx(0.0, abs=1e-3)
+
+
+# -- (a) least squares: global optimum, floor, convergence ---------------------------------------------------
+# The oracle below is written out here, independent of the module: the scorer's formula on a simplex grid
+# enumerated by stars and bars (itertools), and a local-optimality check by feasible random perturbations.
+def oracle_scores(subs: np.ndarray, facts: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """(K, n) scores of K weight vectors: 10 * sum over observed d of w_d s_d / sum over observed d of w_d
+    (NaN where that sum is 0), then min with the lowest axon-v1 cap that triggers (25 / 70 / 40)."""
+    w = np.atleast_2d(w)
+    obs = ~np.isnan(subs)
+    num = w @ np.where(obs, subs, 0.0).T
+    den = w @ obs.T.astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        raw = np.where(den > 0, 10.0 * num / np.where(den > 0, den, 1.0), np.nan)
+    cap = np.full(len(subs), np.inf)
+    for j, value in enumerate((25.0, 70.0, 40.0)):  # all_sql_failed, ended_on_failure, no_tools
+        cap = np.where(facts[:, j], np.minimum(cap, value), cap)
+    return np.minimum(raw, cap)
+
+
+def oracle_rmse(data: rc.LabelledSegments, w: np.ndarray) -> np.ndarray:
+    return np.sqrt(np.mean((oracle_scores(data.subscores, data.facts, w) - data.y) ** 2, axis=1))
+
+
+def stars_and_bars(k: int) -> np.ndarray:
+    """Every (a, b, c, d) / k with non-negative integers summing to k: 3 bars among k + 3 slots."""
+    rows = [np.diff([-1, *bars, k + 3]) - 1 for bars in itertools.combinations(range(k + 3), 3)]
+    return np.array(rows, dtype=float) / k
+
+
+GRID_50 = stars_and_bars(50)  # step 0.02, the fit's own grid
+GRID_100 = stars_and_bars(100)  # step 0.01, finer than the fit's
+
+
+def oracle_grid_best(data: rc.LabelledSegments, grid: np.ndarray, floor: float) -> float:
+    """Smallest RMSE over the grid points with w_0 + w_1 + w_2 >= floor (unscorable points excluded)."""
+    g = grid[grid[:, :3].sum(axis=1) >= floor - 1e-12]
+    best = np.inf
+    for lo in range(0, len(g), 20000):
+        r = oracle_rmse(data, g[lo:lo + 20000])
+        best = min(best, float(np.nanmin(r)))
+    return best
+
+
+def no_feasible_descent(data: rc.LabelledSegments, w: np.ndarray, floor: float, seed: int = 0) -> float:
+    """Largest relative decrease of the oracle RMSE found over 400 random feasible moves of size 1e-6..1e-3."""
+    rng = np.random.default_rng(seed)
+    f0 = float(oracle_rmse(data, w)[0])
+    moves = []
+    for _ in range(400):
+        d = rng.normal(size=4)
+        d[w <= 1e-9] = np.abs(d[w <= 1e-9])  # a weight at 0 can only grow
+        d -= d.mean() if (w > 1e-9).all() else 0.0
+        d[w > 1e-9] -= d.sum() / max(1, int((w > 1e-9).sum()))  # the sum stays 1
+        for eps in (1e-6, 1e-5, 1e-4, 1e-3):
+            v = w + eps * d / np.abs(d).max()
+            if v.min() >= 0 and v[:3].sum() >= floor and abs(v.sum() - 1) < 1e-12:
+                moves.append(v)
+    f = oracle_rmse(data, np.array(moves)) if moves else np.array([f0])
+    return max(0.0, float((f0 - np.nanmin(f)) / f0))
+
+
+def random_set(seed: int, n: int = 20, null_share: float = 0.3, cap_share: float = 0.1) -> rc.LabelledSegments:
+    """Seeded random labelled set: integer subscores, a share of null faithfulness, random caps and bands."""
+    rng = np.random.default_rng(seed)
+    subs = rng.integers(0, 11, size=(n, 4)).astype(float)
+    subs[rng.random(n) < null_share, 3] = np.nan
+    facts = rng.random((n, 3)) < cap_share
+    return rc.LabelledSegments.from_arrays(subs, rng.choice(list(BANDS), size=n), facts=facts)
+
+
+def floor_of(data: rc.LabelledSegments) -> float:
+    return rc.MIN_OBSERVED_WEIGHT if np.isnan(data.subscores[:, 3]).any() else 0.0
+
+
+def assert_feasible(fit: rc.LeastSquaresFit, data: rc.LabelledSegments) -> np.ndarray:
+    w = np.array([fit.weights[d] for d in DIMENSIONS])
+    assert w.min() >= 0 and w.sum() == pytest.approx(1.0, abs=1e-12)
+    assert w[:3].sum() >= floor_of(data) - 1e-12 and fit.min_observed_weight == floor_of(data)
+    assert np.isfinite(oracle_scores(data.subscores, data.facts, w)).all()  # every labelled segment scored
+    assert fit.rmse == pytest.approx(float(oracle_rmse(data, w)[0]), rel=1e-12)
+    return w
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2 ** 32 - 1), null_share=st.sampled_from([0.0, 0.3, 0.6]),
+       cap_share=st.sampled_from([0.0, 0.1]))
+def test_least_squares_is_never_worse_than_the_best_grid_point(seed, null_share, cap_share):
+    data = random_set(seed, null_share=null_share, cap_share=cap_share)
+    fit = rc.fit_least_squares(data, AXON)
+    best_grid = oracle_grid_best(data, GRID_50, floor_of(data))
+    assert fit.rmse <= best_grid + 1e-6
+    assert fit.rmse_grid == pytest.approx(best_grid, rel=1e-9) and fit.grid_step == rc.LSQ_GRID_STEP
+    w = assert_feasible(fit, data)
+    if fit.converged:  # a converged fit is a local optimum: no feasible move lowers the RMSE
+        assert no_feasible_descent(data, w, floor_of(data), seed=seed % 1000) < 1e-7
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_least_squares_matches_a_finer_grid(seed):
+    data = random_set(seed + 100, null_share=0.3)
+    fit = rc.fit_least_squares(data, AXON)
+    assert fit.rmse <= oracle_grid_best(data, GRID_100, floor_of(data)) + 1e-6
+    assert fit.converged, fit.message
+
+
+# A 20-row set (faithfulness null on 11) on which SLSQP alone, from the base and equal weights, stopped with
+# "Inequality constraints incompatible" at (1e-9, 5e-7, 1e-9, 0.9999995), RMSE 24.93: the null rows then
+# scored on a vanishing weight; grid points do better.
+INCOMPATIBLE = (
+    [[10, 10, 9, 9], [2, 7, 9, None], [3, 8, 9, None], [0, 9, 3, 3], [2, 3, 1, None], [6, 10, 5, None],
+     [3, 10, 9, 10], [7, 9, 4, None], [3, 4, 10, None], [3, 7, 1, None], [3, 8, 5, None], [10, 8, 1, 8],
+     [7, 10, 10, 6], [0, 4, 5, None], [1, 2, 9, 5], [4, 5, 2, 4], [2, 8, 10, None], [5, 7, 9, 7], [3, 5, 6, None],
+     [8, 6, 2, 2]],
+    ["partial", "good", "poor", "poor", "good", "good", "good", "partial", "partial", "partial", "partial", "good",
+     "partial", "poor", "good", "partial", "partial", "partial", "partial", "poor"],
+)
+
+
+def test_least_squares_escapes_the_face_where_slsqp_stalled():
+    subs = np.array([[np.nan if x is None else x for x in row] for row in INCOMPATIBLE[0]], dtype=float)
+    data = rc.LabelledSegments.from_arrays(subs, INCOMPATIBLE[1])
+    fit = rc.fit_least_squares(data, AXON)
+    best_grid = oracle_grid_best(data, GRID_50, rc.MIN_OBSERVED_WEIGHT)
+    assert best_grid < 24.9  # the grid beats where SLSQP alone stopped ...
+    assert fit.rmse <= best_grid + 1e-6  # ... and so does the fit, also against a finer grid
+    assert fit.rmse <= oracle_grid_best(data, GRID_100, rc.MIN_OBSERVED_WEIGHT) + 1e-6
+    assert fit.converged, fit.message
+    w = assert_feasible(fit, data)  # w_0 + w_1 + w_2 >= 0.01: the null rows are scored on real weight
+    assert no_feasible_descent(data, w, 0.01) < 1e-7
+
+
+# Six segments whose observed faithfulness predicts the target exactly: unconstrained, the fit runs to
+# (0, 0, 0, 1), where the two null-faithfulness rows cannot be scored (the old fit returned exactly that,
+# scoring them 0). The floor keeps w_0 + w_1 + w_2 >= 0.01 and the proposal scores every row.
+ONLY_FAITHFULNESS = ([[0, 0, 0, 9], [10, 10, 10, 2.5], [0, 0, 0, 6.5], [10, 10, 10, 9], [10, 0, 5, np.nan],
+                      [0, 10, 5, np.nan]], ["good", "poor", "partial", "good", "partial", "good"])
+
+
+def test_null_faithfulness_keeps_weight_on_the_observed_dimensions_and_the_proposal_scores_every_row():
+    data = rc.LabelledSegments.from_arrays(*ONLY_FAITHFULNESS, segment_ids=list("abcdef"))
+    fit = rc.fit_least_squares(data, AXON)
+    w = assert_feasible(fit, data)
+    assert w[:3].sum() == pytest.approx(rc.MIN_OBSERVED_WEIGHT, abs=1e-9)  # the floor binds here
+    assert fit.converged, fit.message
+    assert fit.rmse <= oracle_grid_best(data, GRID_100, rc.MIN_OBSERVED_WEIGHT) + 1e-6
+    assert no_feasible_descent(data, w, rc.MIN_OBSERVED_WEIGHT) < 1e-7
+    proposal = rc.propose_rubric(fit.weights, AXON, name="floor-test", data=data)
+    assert sum(proposal.weights[d] for d in DIMENSIONS[:3]) >= rc.MIN_OBSERVED_WEIGHT - 2e-4  # 4-decimal rounding
+    raw, _score, _code = score_arrays(data.subscores, data.facts, proposal.rubric)
+    assert np.isfinite(raw).all()
+    assert rc.unscorable_segments(data, proposal.weights) == {}
+    # the limit the unconstrained fit ran to is refused, naming the rows
+    with pytest.raises(ValueError, match=r"leave 2 of 6 labelled segment\(s\) unscorable.*\['e', 'f'\]"):
+        rc.propose_rubric({"intent_understood": 0, "sql_quality": 0, "result_relevance": 0,
+                           "answer_faithfulness": 1}, AXON, name="face-test", data=data)
+
+
+def test_least_squares_reports_convergence_of_the_point_it_returns():
+    # sets on which SLSQP stopped with "Positive directional derivative for linesearch" at an optimum, or
+    # the converged start was dropped for a 3e-12 better one, and the fit said converged=False
+    for seed in (22, 29, 41, 51):
+        rng = np.random.default_rng(seed)
+        subs = rng.integers(0, 11, size=(20, 4)).astype(float)
+        subs[rng.random(20) < 0.3, 3] = np.nan
+        data = rc.LabelledSegments.from_arrays(subs, rng.choice(list(BANDS), size=20))
+        fit = rc.fit_least_squares(data, AXON)
+        assert fit.converged and "KKT check passed" in fit.message, (seed, fit.message)
+        assert fit.kkt_residual <= rc.LSQ_KKT_TOL
+        assert fit.method.startswith(("SLSQP from", "grid point")) and fit.n_starts == rc.LSQ_POLISH_POINTS + 2
+        w = assert_feasible(fit, data)
+        assert no_feasible_descent(data, w, floor_of(data)) < 1e-7
+        assert fit.rmse <= oracle_grid_best(data, GRID_50, floor_of(data)) + 1e-6
+
+
+def test_least_squares_without_null_faithfulness_has_no_floor():
+    # every faithfulness observed and equal to the target / 10: (0, 0, 0, 1) is exact and allowed
+    rng = np.random.default_rng(8)
+    subs = rng.integers(0, 11, size=(30, 4)).astype(float)
+    data = rc.LabelledSegments.from_arrays(subs, ["poor"] * 30, y=10 * subs[:, 3])
+    fit = rc.fit_least_squares(data, AXON)
+    assert fit.min_observed_weight == 0.0 and fit.rmse == pytest.approx(0.0, abs=1e-6)
+    assert fit.weights["answer_faithfulness"] == pytest.approx(1.0, abs=1e-6) and fit.converged
+    with pytest.raises(ValueError, match="only answer_faithfulness may be null"):
+        rc.fit_least_squares(rc.LabelledSegments.from_arrays([[np.nan, 1, 1, 1]], ["poor"]), AXON)
+    with pytest.raises(ValueError, match="min_observed_weight"):
+        rc.fit_least_squares(data, AXON, min_observed_weight=1.0)
+
+
+def test_predicted_scores_give_nan_with_a_reason_for_a_zero_denominator():
+    data = rc.LabelledSegments.from_arrays([[6, 8, 4, np.nan], [6, 8, 4, 7]], ["partial", "good"],
+                                           segment_ids=["null-f", "full"])
+    only_f = {"intent_understood": 0.0, "sql_quality": 0.0, "result_relevance": 0.0, "answer_faithfulness": 1.0}
+    scores, reasons = rc.predicted_scores(data, only_f, AXON, return_reasons=True)
+    assert np.isnan(scores[0]) and scores[1] == pytest.approx(70.0)  # 10 * 7 / 1, by hand
+    assert reasons[1] == "" and "sum to 0" in reasons[0] and "answer_faithfulness null" in reasons[0]
+    with pytest.warns(RuntimeWarning, match=r"1 segment\(s\) cannot be scored.*null-f"):
+        plain = rc.predicted_scores(data, only_f, AXON)
+    assert np.isnan(plain[0]) and plain[1] == pytest.approx(70.0)
+    assert rc.unscorable_segments(data, only_f) == {"null-f": reasons[0]}
+
+
+def test_study_refuses_a_proposal_that_leaves_segments_unscorable():
+    # faithfulness sets the band and the other three run against it: the ordinal weights are (0, 0, 0, 1),
+    # which cannot score the null-faithfulness segments; least squares keeps the floor and is proposed
+    rng = np.random.default_rng(4)
+    n = 120
+    f = rng.integers(0, 11, size=n).astype(float)
+    x = np.column_stack([np.clip(10 - f[:, None] + rng.integers(-2, 3, size=(n, 3)), 0, 10), f])
+    eta = f + 1.5 * rng.logistic(size=n)
+    verdict = np.where(eta >= 7, "good", np.where(eta >= 4, "partial", "poor"))
+    x[rng.random(n) < 0.15, 3] = np.nan
+    data = rc.LabelledSegments.from_arrays(x, verdict)
+    study = rc.recalibration_study(data, AXON, n_folds=3, seed=0)
+    assert study.ordinal.weights["answer_faithfulness"] == 1.0
+    assert set(study.proposals) == {"least_squares"} and set(study.proposals_rejected) == {"ordinal"}
+    assert "unscorable" in study.proposals_rejected["ordinal"]
+    out = study.to_json()
+    assert out["ordinal"]["proposal_rejected"] == study.proposals_rejected["ordinal"]
+    assert out["least_squares"]["proposal_rejected"] is None and out["in_sample_kappa"]["ordinal"] is None
+    assert out["least_squares"]["method"] == study.least_squares.method
+    for p in study.proposals.values():
+        raw, _s, _c = score_arrays(data.subscores, data.facts, p.rubric)
+        assert np.isfinite(raw).all()
+    # a fold whose ordinal weights cannot score its held-out segments predicts nothing there
+    notes = study.cv.per_fold.query("method == 'ordinal'")["note"]
+    assert notes.str.contains("unscorable").any()
+    assert study.cv.per_fold.query("method == 'least_squares'")["note"].eq("").all()
+    assert study.cv.summary.loc["least_squares", "n_predicted"] == n
 
 
 # -- (b) ordinal -------------------------------------------------------------------------------------------

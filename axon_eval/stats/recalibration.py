@@ -149,8 +149,8 @@ DO_NOT_ADOPT = ("the weights are fitted to constructed labels, not human judgeme
 #: The dimensions a judged segment always has (only ``answer_faithfulness`` may be null).
 ALWAYS_OBSERVED: tuple[str, ...] = DIMENSIONS[:3]
 #: Least-squares floor on ``w_intent + w_sql + w_relevance`` when a labelled segment has null faithfulness:
-#: below it such a segment is scored on a vanishing weight, and at 0 it cannot be scored at all. It
-#: survives rounding the proposal to 4 decimals.
+#: below it such a segment is scored on a vanishing weight, and at 0 it cannot be scored at all. Rounding
+#: the proposal to 4 decimals moves the sum by at most 2e-4, so the proposal still scores every segment.
 MIN_OBSERVED_WEIGHT = 0.01
 #: Step of the coarse simplex grid of the least-squares fit (weights in multiples of it; 1 / step integer).
 LSQ_GRID_STEP = 0.02
@@ -294,7 +294,7 @@ def predicted_scores(data: LabelledSegments, weights: Mapping[str, float] | np.n
     if not return_reasons and not scorable.all():
         bad = np.flatnonzero(~scorable)
         warnings.warn(f"{len(bad)} segment(s) cannot be scored under weights {_as_dict(w)} (first: "
-                      f"{data.segment_ids[bad[0]]!r}: {reasons[bad[0]]}); their predicted score is NaN",
+                      f"{data.segment_ids[bad[0]]}: {reasons[bad[0]]}); their predicted score is NaN",
                       RuntimeWarning, stacklevel=2)
     out = raw if not apply_caps else np.minimum(raw, _effective_caps(data.subscores, data.facts, base))
     return (out, reasons) if return_reasons else out
@@ -446,7 +446,7 @@ def fit_least_squares(data: LabelledSegments, base: Rubric | None = None, *, app
     missing = np.flatnonzero(~obs[:, :3].all(axis=1))
     if len(missing):
         raise ValueError(f"{len(missing)} segment(s) lack a required dimension ({', '.join(ALWAYS_OBSERVED)}); "
-                         f"first ids: {list(data.segment_ids[missing[:5]])}; only answer_faithfulness may be null")
+                         f"first ids: {[str(i) for i in data.segment_ids[missing[:5]]]}; only answer_faithfulness may be null")
     floor = (MIN_OBSERVED_WEIGHT if (~obs[:, 3]).any() else 0.0) if min_observed_weight is None \
         else float(min_observed_weight)
     if not 0.0 <= floor < 1.0:
@@ -807,7 +807,8 @@ def propose_rubric(weights: Mapping[str, float], base: Rubric | None = None, nam
         if bad:
             first = next(iter(bad))
             raise ValueError(f"proposal {name!r} refused: weights {w} leave {len(bad)} of {data.n} labelled "
-                             f"segment(s) unscorable (first ids {list(bad)[:5]}; {first!r}: {bad[first]})")
+                             f"segment(s) unscorable (first ids {[str(i) for i in list(bad)[:5]]}; {first}: "
+                             f"{bad[first]})")
     header = [f"# PROPOSED rubric (not adopted): {base.name} with fitted weights."]
     for line in (comment or "").splitlines():
         header.append(f"# {line}".rstrip())
