@@ -267,7 +267,7 @@ def _under(root: Path, value: str) -> Path:
     return p if p.is_absolute() else root / p
 
 
-def _check_judge(name: str, spec: str, reference: bool) -> None:
+def _check_judge(spec: str, reference: bool) -> None:
     """Build the judge a spec names (API judges open no connection when built), so an unknown spec is a
     usage error before the kernel starts; a missing API key raises ``MissingApiKey`` here too."""
     if reference:
@@ -286,7 +286,7 @@ def check_inputs(notebook: str | Path, effective: Mapping[str, Any], root: Path)
     ``manifest.json``); evidence (:data:`EVIDENCE_PARAMETERS`) must hold a valid turn and recorded
     responses a line; ``judge``/``*_judge`` must be judge specs; ``rubric``/``*_rubric`` must resolve.
     ``None`` means "none" and is not checked."""
-    from .evidence import InvalidTurn, iter_turns
+    from .evidence import InvalidTurn, describe_invalid_lines, invalid_lines, iter_turns
     from .runs import NoValidTurnsError
 
     reference = REFERENCE_MARKER in effective
@@ -298,14 +298,14 @@ def check_inputs(notebook: str | Path, effective: Mapping[str, Any], root: Path)
             if not path.is_file():
                 raise FileNotFoundError(f"parameter {name}: file {value} does not exist"
                                         + ("" if Path(value).is_absolute() else f" (looked at {path})"))
-            if name in EVIDENCE_PARAMETERS:
-                invalid: list[str] = []
+            if name in EVIDENCE_PARAMETERS:  # read up to the first valid turn, as evaluate does
+                invalid: list[InvalidTurn] = []
                 for item in iter_turns(path):
                     if not isinstance(item, InvalidTurn):
                         break
-                    invalid.append(f"line {item.line}: {item.field}: {item.message}")
+                    invalid.append(item)
                 else:
-                    raise NoValidTurnsError(value, len(invalid), invalid)
+                    raise NoValidTurnsError(value, len(invalid_lines(invalid)), describe_invalid_lines(invalid))
             if name in RESPONSES_PARAMETERS and not path.read_text(encoding="utf-8", errors="replace").strip():
                 raise NoValidTurnsError(value, 0)
         elif name.endswith("_run"):
@@ -313,7 +313,7 @@ def check_inputs(notebook: str | Path, effective: Mapping[str, Any], root: Path)
             if not (folder / "manifest.json").is_file():
                 raise FileNotFoundError(f"parameter {name}: {value} is not a run folder (no manifest.json in {folder})")
         elif name == "judge" or name.endswith("_judge"):
-            _check_judge(name, value, reference)
+            _check_judge(value, reference)
         elif name == "rubric" or name.endswith("_rubric"):
             from .rubric import Rubric
 

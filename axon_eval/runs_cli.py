@@ -141,26 +141,26 @@ def summary_lines(summary: dict[str, Any], results: Any, run_dir: Any, *, quiet:
     unjudged = list(summary.get("unjudged_items") or [])
     budget = [i for i in unjudged if _budget_stopped(i)]
     unjudged = [i for i in unjudged if not _budget_stopped(i)]
-    kinds = {"unjudged_items": (unjudged, "unjudged segment(s)", "results.parquet (status, error)"),
+    results_file = f"{Path(run_dir) / 'results.parquet'} (status, error)"
+    kinds = {"unjudged_items": (unjudged, "unjudged segment(s)", results_file),
              "failed_sample_items": (list(summary.get("failed_sample_items") or []), "failed judge sample(s)",
-                                     "results.parquet (status, error)"),
-             "invalid_items": (list(summary.get("invalid_items") or []), "invalid input line(s)", "invalid.jsonl")}
+                                     results_file),
+             "invalid_items": (list(summary.get("invalid_items") or []), "invalid input line(s)",
+                               str(Path(run_dir) / "invalid.jsonl"))}
     shown = dict(summary)
     tails = []
     for key, (items, what, where) in kinds.items():
-        keep = [] if quiet else items[:ITEMS_SHOWN]
-        shown[key] = keep
-        if len(items) > len(keep):
-            rest = len(items) - len(keep)
-            tails.append(f"  {'and ' + str(rest) + ' more' if keep else rest} {what}: listed in "
-                         f"{Path(run_dir) / where.split(' ')[0]}{where[len(where.split(' ')[0]):]}")
+        shown[key] = [] if quiet else items[:ITEMS_SHOWN]
+        rest = len(items) - len(shown[key])
+        if rest:
+            tails.append(f"  {f'and {rest} more' if shown[key] else rest} {what}: listed in {where}")
     lines = format_summary(shown).splitlines() + tails
     if budget:
         from .runs.budget import format_usd
 
         amount = f" of {format_usd(max_cost_usd)}" if max_cost_usd is not None else ""
         lines.append(f"budget: the max_cost_usd budget{amount} stopped judging: {len(budget)} segment(s) unjudged, "
-                     f"listed in {Path(run_dir) / 'results.parquet'} (status, error)")
+                     f"listed in {results_file}")
     lines.extend(disagreement_lines(results))
     return lines
 

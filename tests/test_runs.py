@@ -696,3 +696,20 @@ def test_a_budget_stop_prints_one_line_not_one_per_segment(tmp_path, evidence, c
     assert "UNJUDGED" not in captured.out
     assert [line for line in captured.err.splitlines() if "max_cost_usd" in line and "estimated cost" not in line] == []
     assert "estimated cost" in captured.err and "$0.0040" not in captured.err
+
+
+def test_a_broken_rubric_file_is_a_one_line_usage_error(tmp_path, evidence, capsys):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("name: x\nweights: [1, 2\n")
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text("name: x\nweights: {a: 1}\n")
+    out = tmp_path / "runs"
+    for rubric in (broken, wrong):
+        assert cli.main(["evaluate", "--turns", str(evidence), "--judge", "heuristic", "--rubric", str(rubric),
+                         "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {rubric}") and len(err.strip().splitlines()) == 1, err
+        assert cli.main(["run", "notebooks/01_evaluate.ipynb", "-p", "rubric", str(rubric), "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {rubric}") and len(err.strip().splitlines()) == 1, err
+    assert not out.exists()
