@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .base import JudgeRecord
+from .records import JudgeRecord
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS verdicts (
