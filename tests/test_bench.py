@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from axon_eval.bench_memory import MEANING, peak_rss_mb, run_fresh
+from axon_eval.bench.memory import MEANING, peak_rss_mb, run_fresh
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="VmHWM needs Linux /proc")
 
@@ -84,7 +84,7 @@ def test_peak_rss_mb_reads_vmhwm_and_names_a_bad_file(tmp_path):
 
 def test_sensitivity_bench_memory_row_is_its_fresh_process(parent_holding_500mb):
     """The production path: the study-02 sweep's memory row, run from a parent that peaked at 500 MiB."""
-    from axon_eval.bench_sensitivity import bench_sensitivity
+    from axon_eval.bench.sensitivity import bench_sensitivity
 
     rows = bench_sensitivity(quick=True)
     (mem,) = [r for r in rows if r["unit"] == "MB"]

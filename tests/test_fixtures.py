@@ -225,7 +225,7 @@ def test_no_judge_reads_labels_or_imports_fixtures():
 
 def test_other_seeds_build_a_different_valid_sample(tmp_path: Path):
     """The held-out sample of `make bench` (other seeds, same templates) validates and differs."""
-    from axon_eval.bench_heuristic import HELD_OUT_SEEDS
+    from axon_eval.bench.heuristic import HELD_OUT_SEEDS
 
     summary = build_all(tmp_path, HELD_OUT_SEEDS)
     assert summary["seeds"]["scenario"] == HELD_OUT_SEEDS.scenario

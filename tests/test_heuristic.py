@@ -382,7 +382,7 @@ def test_throughput_helper_judges_distinct_views_with_cold_caches(monkeypatch):
     # The speed target (>= 500 turns/s) lives in `make bench`, not in a timed unit test; this checks
     # only that the benchmark helper does the work it claims to measure: distinct views, caches
     # cleared before every pass.
-    from axon_eval import bench_heuristic as bh
+    from axon_eval.bench import heuristic as bh
 
     views = bh.distinct_views([SAMPLE, SAMPLE])
     assert len(views) == len({v.sha256 for v in views}) and 0 < len(views) <= 97
@@ -401,7 +401,7 @@ def test_clear_caches_empties_every_memo_of_the_package():
     import importlib
     import pkgutil
 
-    from axon_eval import bench_heuristic as bh
+    from axon_eval.bench import heuristic as bh
 
     judge = HeuristicJudge()
     for view in bh.distinct_views([SAMPLE])[:20]:

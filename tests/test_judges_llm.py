@@ -497,7 +497,7 @@ def test_fake_server_stops_by_itself_and_has_a_request_budget():
 
 
 def test_benchmark_rows_small_run():
-    from axon_eval.bench_llm import bench_claude_fake_server
+    from axon_eval.bench.llm import bench_claude_fake_server
 
     rows = bench_claude_fake_server(n=40, concurrency=20, delay_s=0.05)
     assert all(set(r) == {"section", "name", "value", "unit", "target", "ok"} for r in rows)

@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 from axon_eval import plots
-from axon_eval.bench_noise import simulated_samples_table
+from axon_eval.bench.noise import simulated_samples_table
 from axon_eval.judges import build_judge
 from axon_eval.judges.fake_server import FakeJudgeServer
 from axon_eval.rubric import DIMENSIONS, Rubric

@@ -331,7 +331,7 @@ def test_the_evaluation_notebook_on_an_empty_file_fails_with_exit_5(tmp_path):
 def test_a_cold_evaluate_of_distinct_copies_misses_the_cache_on_every_segment(tmp_path):
     """What the bench's "cold" figure promises (issue 12): replicated copies render distinct views, so an
     empty cache gives as many misses as segments and no hits."""
-    from axon_eval.bench_runs import replicate_sample
+    from axon_eval.bench.runs import replicate_sample
 
     evidence = replicate_sample(180, tmp_path / "copies.jsonl")  # the 90-turn sample twice
     run = evaluate(evidence, "heuristic", Rubric.default(), out_dir=tmp_path / "runs", cache=tmp_path / "c.sqlite",

@@ -7,7 +7,7 @@ faithfulness, ~10% of each cap fact):
   +-0.05 box on the simplex) x 100,000 segments -- 10^9 segment-scores with every reduction (max
   |delta|, rise and fall, band flips per vector and per segment, mean score, share good, Kendall's
   tau-b) -- in under 30 s, with peak memory under 1.5 GB. It runs in a fresh process
-  (:func:`axon_eval.bench_memory.run_fresh`) so that the peak resident set size (``VmHWM``: interpreter,
+  (:func:`axon_eval.bench.memory.run_fresh`) so that the peak resident set size (``VmHWM``: interpreter,
   imports, data and the sweep) is its own, not the bench process's high-water mark that ``ru_maxrss``
   carries over exec; one small warm-up call loads the compiled loop first and is not timed.
 * the same work as a loop of ``score_frame`` calls, one per vector, with the same reductions
@@ -30,9 +30,9 @@ import numpy as np
 import pandas as pd
 from scipy.stats import kendalltau
 
-from .bench_memory import MEANING, run_fresh
-from .rubric import CAP_FACTS, DIMENSIONS, Rubric
-from .scoring import score_frame
+from .memory import MEANING, run_fresh
+from ..rubric import CAP_FACTS, DIMENSIONS, Rubric
+from ..scoring import score_frame
 
 SWEEP_TARGET_SECONDS = 30.0
 SWEEP_TARGET_MB = 1500.0
@@ -44,7 +44,7 @@ def _row(name: str, value: float, unit: str, target: str = "", ok: bool | None =
 
 
 def _segments_frame(n_segments: int, seed: int) -> pd.DataFrame:
-    from .bench import synthetic_frame
+    from .scoring import synthetic_frame
 
     df = synthetic_frame(n_segments, seed)
     df.insert(0, "segment_id", [f"bench-{i:06d}" for i in range(n_segments)])
@@ -53,7 +53,7 @@ def _segments_frame(n_segments: int, seed: int) -> pd.DataFrame:
 
 def _sweep_worker(n_vectors: int, n_segments: int, seed: int) -> dict[str, Any]:
     """Run in the fresh process: time one sweep (its peak RSS is measured around it by ``run_fresh``)."""
-    from .stats.sensitivity import Segments, box_simplex_sample, sweep_weights
+    from ..stats.sensitivity import Segments, box_simplex_sample, sweep_weights
 
     rubric = Rubric.default()
     df = _segments_frame(n_segments, seed)
@@ -83,13 +83,13 @@ def _loop_reductions(df: pd.DataFrame, weights: np.ndarray, rubric: Rubric) -> t
 
 def bench_sensitivity(quick: bool = False) -> list[dict[str, Any]]:
     """The study-02 rows of the ``studies`` bench section (see the module docstring)."""
-    from .stats.sensitivity import Segments, box_simplex_sample, worst_case
+    from ..stats.sensitivity import Segments, box_simplex_sample, worst_case
 
     n_vectors, n_segments, loop_vectors = (200, 5_000, 5) if quick else (10_000, 100_000, 20)
     seed = 0
     rubric = Rubric.default()
     worker = run_fresh(
-        ["-c", "import json; from axon_eval.bench_sensitivity import _sweep_worker; "
+        ["-c", "import json; from axon_eval.bench.sensitivity import _sweep_worker; "
          f"print(json.dumps(_sweep_worker({n_vectors}, {n_segments}, {seed})))"])
     if worker.returncode != 0:
         raise RuntimeError(f"sweep process exited {worker.returncode}: {worker.stderr[-2000:]}")

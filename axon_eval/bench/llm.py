@@ -25,11 +25,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .evidence import SqlStep, Turn
-from .judges.anthropic_judge import AnthropicJudge
-from .judges.cache import VerdictCache
-from .judges.fake_server import FakeJudgeServer
-from .view import EvidenceView, build_views
+from ..evidence import SqlStep, Turn
+from ..judges.anthropic_judge import AnthropicJudge
+from ..judges.cache import VerdictCache
+from ..judges.fake_server import FakeJudgeServer
+from ..view import EvidenceView, build_views
 
 
 def _bench_views(n: int) -> list[EvidenceView]:
@@ -62,7 +62,7 @@ def bench_claude_fake_server(*, n: int = 200, concurrency: int = 20, delay_s: fl
         requests_second = server.requests - requests_first
         hits = sum(r.cached for r in second)
         cache.close()
-        from .judges.wrappers import RepeatJudge
+        from ..judges.wrappers import RepeatJudge
 
         k = 5
         repeated = RepeatJudge(AnthropicJudge(model, base_url=server.url, max_retries=0, retry_attempts=1), k)

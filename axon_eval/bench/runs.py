@@ -18,7 +18,7 @@ Rows (``section`` = ``"runs"``):
 ``large file``                  the issue-8 case: the sample replicated (distinct copies) to 39,240 turns,
                                 about 52 MB, evaluated by ``python -m axon_eval evaluate`` in a fresh
                                 process whose own peak resident memory (``VmHWM``, interpreter and imports
-                                included, read inside it by :func:`axon_eval.bench_memory.run_fresh`; not
+                                included, read inside it by :func:`axon_eval.bench.memory.run_fresh`; not
                                 ``ru_maxrss``, which carries the bench process's high-water mark over
                                 exec) is reported (target < 500 MB), with the run folder's size and the
                                 size of its ``report.html`` (target < 10 MB).
@@ -26,7 +26,7 @@ Rows (``section`` = ``"runs"``):
 The 10k targets (< 120 s cold, < 60 s cached, >= 100 segments/s) are this project's own budgets for an
 offline heuristic run on a laptop-class machine, not figures from any source document.
 
-Run ``python -m axon_eval.bench_runs`` to print the rows.
+Run ``python -m axon_eval.bench.runs`` to print the rows.
 """
 
 from __future__ import annotations
@@ -39,11 +39,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .bench_memory import MEANING, run_fresh
-from .evidence import load_turns
-from .runs import CACHE_ENV, RUNS_DIR_ENV, evaluate
+from .memory import MEANING, run_fresh
+from ..evidence import load_turns
+from ..runs import CACHE_ENV, RUNS_DIR_ENV, evaluate
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "data" / "turns" / "sample_turns.jsonl"
 NOTEBOOK = ROOT / "notebooks" / "01_evaluate.ipynb"
 DEFAULT_PARAMS = ROOT / "notebooks" / "params" / "default.yaml"
@@ -145,7 +145,7 @@ def bench_large_file(workdir: Path, n_turns: int = LARGE_TURNS) -> list[dict[str
                  returncode=fresh.returncode, detail=(output.splitlines() or [""])[-1][:200])]
     if folders:
         folder = folders[0]
-        from .report import write_report
+        from ..report import write_report
 
         start = time.perf_counter()
         report = write_report(folder)

@@ -38,13 +38,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .evidence import load_turns
-from .fixtures.build import FixtureSeeds, build_all
-from .judges.heuristic import HeuristicJudge, clear_caches
-from .labels import load_labels
-from .rubric import Rubric
-from .stats.agreement import label_agreement, results_from_records
-from .view import build_views
+from ..evidence import load_turns
+from ..fixtures.build import FixtureSeeds, build_all
+from ..judges.heuristic import HeuristicJudge, clear_caches
+from ..labels import load_labels
+from ..rubric import Rubric
+from ..stats.agreement import label_agreement, results_from_records
+from ..view import build_views
 
 SAMPLE_TURNS = Path("data/turns/sample_turns.jsonl")
 SAMPLE_LABELS = Path("data/turns/labels.csv")

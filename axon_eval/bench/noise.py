@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .rubric import BANDS, CAP_FACTS, DIMENSIONS, Rubric
-from .scoring import score_arrays
-from .stats.noise import judge_noise_summary
+from ..rubric import BANDS, CAP_FACTS, DIMENSIONS, Rubric
+from ..scoring import score_arrays
+from ..stats.noise import judge_noise_summary
 
 TARGET_SECONDS = 10.0
 
@@ -64,7 +64,7 @@ def simulated_samples_table(n_segments: int, n_samples: int, *, seed: int = 0, s
 
 def bench_noise(n_segments: int = 10_000, n_samples: int = 10, seed: int = 0) -> list[dict[str, Any]]:
     """Time :func:`judge_noise_summary` on a SIMULATED ``n_segments x n_samples`` table (one warm-up on 200 segments)."""
-    from .bench import row  # imported here: bench.py imports this module lazily, never the reverse at import time
+    from .table import row
 
     table = simulated_samples_table(n_segments, n_samples, seed=seed)
     rubric = Rubric.default()
