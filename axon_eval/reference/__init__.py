@@ -9,7 +9,7 @@ database.
 Grades are recorded like every other judgement: one :class:`~.records.GradeRecord` per response (judge,
 model, prompt version, latency, tokens, cost, cache key, cached), reused from the SQLite grade cache
 (:mod:`.cache`) while question, evidence, response and judge configuration are unchanged, and written to
-a run folder by :func:`~.run.grade_reference` (``python -m axon_eval grade-reference``, :mod:`.cli`).
+a run folder by :func:`~.run.grade_reference` (``python -m axon_eval grade-reference``, :mod:`axon_eval.cli.reference`).
 """
 
 from .cache import GradeCache
@@ -18,7 +18,8 @@ from .grading import Assessment, Grade, JudgeOutput, Judgement, NumericClaim, gr
 from .heuristic import HeuristicReferenceJudge
 from .numeric import NumericCheck, check_claim, check_value
 from .records import GradeRecord, grade_cache_key
-from .run import ReferenceRun, grade_reference, grade_responses, make_judge
+from .evaluate import grade_responses, make_judge
+from .run import ReferenceRun, grade_reference
 from .spec import Criterion, Question, ReferenceValue, dump_questions, load_questions
 
 __all__ = ["Assessment", "Criterion", "Evidence", "EvidenceError", "Grade", "GradeCache", "GradeRecord",

@@ -1,20 +1,9 @@
-"""Grading a response set through the grade cache, and the run folder it is recorded in.
+"""A reference run: grading a response set from files, and the run folder it is recorded in.
 
-:func:`grade_responses` grades responses (no files written): evidence is prepared once per question;
-each response's grade key (:func:`.records.grade_cache_key`) is looked up in the :class:`.cache.GradeCache`
-and a stored grade is reused; the rest are sent to the judge (at most ``concurrency`` calls at a time),
-verified and graded by code, and stored. For a paid judge the estimated cost of the calls still to make
-is announced first; with ``max_cost_usd``, before each call the cost reported so far plus the estimates
-of the calls already planned and of this one must stay within the budget, else this response and every
-later uncached one are ``error`` records of kind ``budget`` (never graded, never a fail). With
-``batch=True`` (Claude judge only) the uncached responses go through one resumable Message Batch instead
-(:mod:`.batch`, sharing evaluate's :func:`axon_eval.runs.batch.run_batches`): estimates and costs at the
-batch price, the budget bounding what is submitted, the batch ids in the manifest's ``batch`` and the run
-folder's ``batch.json``.
-
-:func:`grade_reference` does that for files and writes a run folder with the conventions of
-:mod:`axon_eval.runs` (:func:`~axon_eval.runs.io.new_run_dir`, :class:`~axon_eval.runs.manifest.RunManifest`,
-:func:`~axon_eval.runs.evaluate.record_git`, :func:`~axon_eval.runs.evaluate.fail_run`)::
+:func:`grade_reference` grades a response set (:func:`~.evaluate.grade_responses`) from files and writes
+a run folder with the conventions of :mod:`axon_eval.runs` (:func:`~axon_eval.runs.io.new_run_dir`,
+:class:`~axon_eval.runs.manifest.RunManifest`, :func:`~axon_eval.runs.evaluate.record_git`,
+:func:`~axon_eval.runs.evaluate.fail_run`)::
 
     runs/<UTC date>T<time>Z_reference_<judge>/
         manifest.json     kind "reference", name "reference"; status, input hashes, params, git, judge
@@ -40,15 +29,15 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from ..runs.batch import batch_info, registry_dir
-from ..runs.budget import format_usd, is_paid, unpriced_models
-from ..runs.evaluate import BUDGET_ERROR, fail_run, judge_provenance, read_existing_manifest, record_git
+from ..runs.budget import format_usd, unpriced_models
+from ..runs.evaluate import fail_run, judge_provenance, read_existing_manifest, record_git
 from ..runs.io import (
     default_cache_path,
     default_runs_dir,
@@ -68,211 +57,25 @@ from ..runs.provenance import (
     relative_to_root,
     repository_root,
 )
-from .batch import BatchOptions, batch_judge, judge_in_batch
+from .batch import BatchOptions, batch_judge
 from .cache import GradeCache
-from .evidence import Evidence, prepare_evidence
-from .grading import grade_response
-from .records import GradeRecord, error_record, grade_cache_key, record_from_grade
-from .spec import Question, load_questions
+from .evaluate import (
+    Grading,
+    _check_responses,
+    agreement,
+    grade_responses,
+    grade_table,
+    judge_spec,
+    load_labels,
+    load_responses,
+    make_judge,
+)
+from .evidence import Evidence
+from .records import GradeRecord
+from .spec import load_questions
 
 RUN_NAME = "reference"
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "cost_usd")
-
-
-# -- judges ----------------------------------------------------------------------------------------------
-def make_judge(spec: str, **options: Any) -> Any:
-    """A reference judge from its spec: ``heuristic`` (offline, code only) or ``claude:<model>[@<base_url>]``
-    (:class:`.claude.ClaudeReferenceJudge`; without ``@<base_url>`` the endpoint is ``ANTHROPIC_BASE_URL``,
-    else the provider's). ``options`` go to the Claude judge (``max_tokens``, ``timeout_s``, ...).
-    Unknown specs raise ``ValueError`` naming the spec; a missing key for the provider endpoint raises
-    :class:`~axon_eval.judges.base.MissingApiKey`."""
-    from .heuristic import HeuristicReferenceJudge
-
-    text = (spec or "").strip()
-    if text == "heuristic":
-        if options:
-            raise ValueError(f"the heuristic reference judge takes no options, got {sorted(options)}")
-        return HeuristicReferenceJudge()
-    if text.startswith("claude:"):
-        from .claude import ClaudeReferenceJudge
-
-        model, _, base_url = text.removeprefix("claude:").partition("@")
-        if not model.strip():
-            raise ValueError(f"reference judge spec {spec!r} names no model (expected claude:<model>[@<base_url>])")
-        return ClaudeReferenceJudge(model.strip(), base_url=base_url.strip() or None, **options)
-    raise ValueError(f"unknown reference judge {spec!r} (expected heuristic or claude:<model>[@<base_url>])")
-
-
-def judge_spec(judge: Any) -> str:
-    """The spec a judge object would be built from (for folder names and manifests)."""
-    from .claude import ClaudeReferenceJudge
-
-    if isinstance(judge, ClaudeReferenceJudge):
-        return f"claude:{judge.model}" + (f"@{judge.base_url}" if judge.base_url else "")
-    return "heuristic" if getattr(judge, "judge_id", "").startswith("heuristic-reference") else str(judge.judge_id)
-
-
-# -- grading through the cache ----------------------------------------------------------------------------
-@dataclass
-class Grading:
-    """What :func:`grade_responses` did: the records in input order, the evidence per question, the
-    estimated cost of the calls it planned (``None``: free judge or unpriced model), and counts."""
-
-    records: list[GradeRecord]
-    evidence: dict[str, Evidence]
-    estimated_cost_usd: float | None = None
-    n_cached: int = 0
-    n_called: int = 0
-    n_budget_stopped: int = 0
-    warnings: list[str] = field(default_factory=list)
-
-
-def _check_responses(questions: Sequence[Question], responses: Sequence[Mapping[str, Any]]) -> None:
-    known = {q.id for q in questions}
-    seen: set[str] = set()
-    for i, r in enumerate(responses, 1):
-        for key in ("response_id", "question_id", "response"):
-            if not isinstance(r.get(key), str):
-                raise ValueError(f"response {i}: field {key!r} must be a string, got {r.get(key)!r}")
-        if r["question_id"] not in known:
-            raise ValueError(f"response {r['response_id']!r} names unknown question {r['question_id']!r}")
-        if r["response_id"] in seen:
-            raise ValueError(f"response id {r['response_id']!r} appears twice")
-        seen.add(r["response_id"])
-
-
-def grade_responses(questions: Sequence[Question], responses: Sequence[Mapping[str, Any]], db_path: str | Path,
-                    judge: Any, *, cache: GradeCache | None = None, max_cost_usd: float | None = None,
-                    concurrency: int = 4, announce: Callable[[float | None, int], None] | None = None,
-                    batch: bool = False, batch_options: BatchOptions | None = None) -> Grading:
-    """Grade ``responses`` (dicts with ``response_id``, ``question_id``, ``response``) against ``questions``
-    with ``judge`` through ``cache`` (see the module docstring). ``announce(estimate_usd, n_calls)`` is
-    called once before the first paid call. Returns a :class:`Grading` (records in input order).
-
-    With ``batch`` the uncached responses go through one resumable Message Batch (:mod:`.batch`; estimates
-    and costs at the batch price; ``batch_options`` say where its state is recorded, by default the
-    registry beside ``cache``); a judge that cannot batch raises ``ValueError`` before any work."""
-    if batch:
-        batch_judge(judge)
-        if batch_options is None:
-            if cache is None:
-                raise ValueError("batch mode without a grade cache needs batch_options.registry (where the batch "
-                                 "state is kept so an interrupted batch is resumed, not paid twice)")
-            batch_options = BatchOptions()
-        if batch_options.registry is None:
-            batch_options = replace(batch_options, registry=registry_dir(cache, Path(batch_options.folder or ".")))
-    if concurrency < 1:
-        raise ValueError(f"concurrency must be >= 1, got {concurrency!r}")
-    if max_cost_usd is not None and (isinstance(max_cost_usd, bool) or not isinstance(max_cost_usd, int | float)
-                                     or max_cost_usd < 0):
-        raise ValueError(f"max_cost_usd must be a non-negative number or None, got {max_cost_usd!r}")
-    if max_cost_usd is not None and unpriced_models(judge):
-        raise ValueError(f"max_cost_usd cannot be kept: the price table (judges/prices.yaml) has no price for "
-                         f"{unpriced_models(judge)}; add one or grade without a budget")
-    _check_responses(questions, responses)
-    by_id = {q.id: q for q in questions}
-    evidence: dict[str, Evidence] = {}
-    for r in responses:
-        if r["question_id"] not in evidence:
-            evidence[r["question_id"]] = prepare_evidence(by_id[r["question_id"]], db_path)
-    ident = {"judge_id": judge.judge_id, "model": judge.model, "prompt_version": judge.prompt_version}
-    config = judge.config()
-    out: list[GradeRecord | None] = [None] * len(responses)
-    pending: list[tuple[int, Question, Evidence, str, str]] = []  # (index, question, evidence, text, key)
-    grading = Grading([], evidence)
-    for i, r in enumerate(responses):
-        q, ev, text = by_id[r["question_id"]], evidence[r["question_id"]], r["response"]
-        if not ev.ok:
-            grade = grade_response(q, ev, r["response_id"], text, None)
-            grade.judge_id = judge.judge_id
-            out[i] = record_from_grade(grade, q, ev, text, model=judge.model, prompt_version=judge.prompt_version,
-                                       judge_output=None, cache_key=None)
-            continue
-        key = grade_cache_key(q, ev, text, judge.judge_id, judge.prompt_version, config)
-        hit = cache.get_grade(key) if cache is not None else None
-        if hit is not None:
-            out[i] = hit.model_copy(update={"response_id": r["response_id"]})
-            grading.n_cached += 1
-            continue
-        pending.append((i, q, ev, text, key))
-
-    paid = is_paid(judge)
-    estimates = [judge.estimate_cost_usd(q, ev, text, **({"batch": True} if batch else {}))
-                 for _i, q, ev, text, _k in pending]
-    if paid and pending:
-        grading.estimated_cost_usd = None if any(e is None for e in estimates) else float(sum(estimates))
-        if announce is not None:
-            announce(grading.estimated_cost_usd, len(pending))
-
-    def finish(i: int, q: Question, ev: Evidence, text: str, key: str, judged: Any) -> None:
-        """The record of one judgement: an error grade of kind ``judge``, or the grade derived by code."""
-        rid = responses[i]["response_id"]
-        if judged.output is None:
-            out[i] = error_record(q, ev, rid, text, **ident, kind="judge", error=str(judged.error),
-                                  cache_key=key, **judged.call_fields())
-            return
-        grade = grade_response(q, ev, rid, text, judged.output, key=key)
-        grade.judge_id = judge.judge_id
-        record = record_from_grade(grade, q, ev, text, model=judge.model, prompt_version=judge.prompt_version,
-                                   judge_output=judged.output.to_dict(), cache_key=key, **judged.call_fields())
-        if cache is not None and record.graded:
-            cache.put_grade(key, record)
-        out[i] = record
-
-    def budget_stop(i: int, q: Question, ev: Evidence, text: str, key: str, spent: float) -> None:
-        message = BUDGET_ERROR.format(budget=max_cost_usd, spent=spent).replace("not judged", "not graded")
-        out[i] = error_record(q, ev, responses[i]["response_id"], text, **ident, kind="budget", error=message,
-                              cache_key=key)
-        grading.n_budget_stopped += 1
-
-    if batch and pending:
-        assert batch_options is not None
-        judged_by_key, stopped_keys = judge_in_batch(judge, [(q, ev, text, key) for _i, q, ev, text, key in pending],
-                                                     estimates, options=batch_options, max_cost_usd=max_cost_usd)
-        grading.n_called = len(judged_by_key)
-        seen_keys: set[str] = set()
-        for i, q, ev, text, key in pending:
-            if key in stopped_keys:
-                budget_stop(i, q, ev, text, key, 0.0)
-                continue
-            finish(i, q, ev, text, key, judged_by_key[key])
-            if key in seen_keys and out[i] is not None:  # identical responses share one request: paid once
-                out[i] = out[i].model_copy(update={"cached": True})
-            seen_keys.add(key)
-        pending = []
-    spent = 0.0
-    stopped = False
-    for start in range(0, len(pending), concurrency):
-        window = list(zip(pending[start:start + concurrency], estimates[start:start + concurrency], strict=True))
-        allowed = []
-        planned = spent
-        for item, estimate in window:
-            if max_cost_usd is not None and not stopped and planned + (estimate or 0.0) > max_cost_usd:
-                stopped = True
-            if stopped:
-                budget_stop(*item, spent)
-                continue
-            planned += estimate or 0.0
-            allowed.append((item, estimate))
-        if not allowed:
-            continue
-        judgements = judge.judge_many([(q, ev, text) for (_i, q, ev, text, _k), _e in allowed],
-                                      concurrency=concurrency)
-        grading.n_called += len(allowed)
-        for ((i, q, ev, text, key), estimate), judged in zip(allowed, judgements, strict=True):
-            spent += judged.cost_usd if judged.cost_usd is not None else (estimate or 0.0)
-            finish(i, q, ev, text, key, judged)
-    grading.records = [r for r in out if r is not None]
-    if len(grading.records) != len(responses):  # pragma: no cover - every index is filled above
-        raise RuntimeError("a response was left without a record")
-    broken = sorted({q for q, ev in evidence.items() if not ev.ok})
-    if broken:
-        grading.warnings.append(f"the evidence of {len(broken)} question(s) could not be prepared, so their responses "
-                                f"are error grades: {', '.join(broken)}")
-    if grading.n_budget_stopped:
-        grading.warnings.append(f"the max_cost_usd budget (${max_cost_usd:.4f}) stopped grading: "
-                                f"{grading.n_budget_stopped} response(s) not graded")
-    return grading
 
 
 # -- summaries of records ---------------------------------------------------------------------------------
@@ -383,8 +186,6 @@ def grade_reference(questions_file: str | Path, responses_file: str | Path, judg
     unpriced model), ``FileNotFoundError``, ``MissingApiKey``, and ``NoValidTurnsError`` when no response
     is selected. Any exception once the folder exists marks its manifest ``failed`` and is re-raised.
     """
-    from .evaluate import agreement, grade_table, load_labels, load_responses
-
     started = utc_now()
     root = repository_root()
     rel = lambda p: relative_to_root(p, root)
