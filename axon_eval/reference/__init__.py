@@ -21,9 +21,10 @@ from .records import GradeRecord, grade_cache_key
 from .evaluate import grade_responses, make_judge
 from .run import ReferenceRun, grade_reference
 from .spec import Criterion, Question, ReferenceValue, dump_questions, load_questions
+from .warehouse import shop_database
 
 __all__ = ["Assessment", "Criterion", "Evidence", "EvidenceError", "Grade", "GradeCache", "GradeRecord",
            "HeuristicReferenceJudge", "JudgeOutput", "Judgement", "NumericCheck", "NumericClaim", "Question",
            "ReadOnlyViolation", "ReferenceRun", "ReferenceValue", "check_claim", "check_value", "dump_questions",
            "grade_cache_key", "grade_reference", "grade_response", "grade_responses", "load_questions",
-           "make_judge", "prepare_evidence", "run_readonly"]
+           "make_judge", "prepare_evidence", "run_readonly", "shop_database"]

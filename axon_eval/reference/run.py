@@ -73,6 +73,7 @@ from .evaluate import (
 from .evidence import Evidence
 from .records import GradeRecord
 from .spec import load_questions
+from .warehouse import shop_database
 
 RUN_NAME = "reference"
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "cost_usd")
@@ -206,8 +207,6 @@ def grade_reference(questions_file: str | Path, responses_file: str | Path, judg
         if not f.is_file():
             raise FileNotFoundError(f"input file {f} does not exist")
     if db_path is None:
-        from ..fixtures.shop import shop_database
-
         db = shop_database()
     else:
         db = Path(db_path)
