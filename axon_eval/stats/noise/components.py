@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
 from .common import SampleMatrix, pivot_samples
 
 

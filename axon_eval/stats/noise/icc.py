@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
+
 from .common import NOISE_COLUMNS, SampleMatrix, pivot_samples
 
 
