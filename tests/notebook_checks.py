@@ -39,11 +39,11 @@ def run_smoke(notebook: Path, smoke: Path, out: Path, *, cache: Path | None = No
     """Execute ``notebook`` ``times`` times on the ``smoke`` parameter file the way ``make studies`` does,
     with every run folder under ``out`` (``$AXON_EVAL_RUNS_DIR``; a study's source and comparison runs
     land there too), the verdict cache at ``cache`` (or the project default when ``None``), and no
-    provider key or base URL in the environment. Returns the :class:`~axon_eval.runner` results."""
+    provider key or base URL in the environment. Returns the :class:`~axon_eval.runs.notebook` results."""
     import pytest
 
     from axon_eval import runs
-    from axon_eval.runner import run_notebook
+    from axon_eval.runs.notebook import run_notebook
 
     with pytest.MonkeyPatch.context() as mp:
         for var in PROVIDER_ENV:

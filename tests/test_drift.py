@@ -22,12 +22,14 @@ import pytest
 import yaml
 from scipy import stats
 
-from axon_eval import anchors, runs
+from axon_eval import runs
+from axon_eval.calibration import anchors
 from axon_eval.cli import main
 from axon_eval.rubric import BANDS, DIMENSIONS
 from axon_eval.runs.compare import compare_runs
 from axon_eval.runs.load import Run
 from axon_eval.runs.manifest import RunManifest
+from axon_eval.calibration.drift import drift_json, judge_drift
 from axon_eval.stats import drift as D
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,7 +78,7 @@ def test_no_thresholds_no_decision():
     with pytest.raises(TypeError, match="no default thresholds"):
         D.decide({}, None)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="no default thresholds"):
-        D.judge_drift(None, {"max_abs_mean_delta": 2})  # type: ignore[arg-type]
+        judge_drift(None, {"max_abs_mean_delta": 2})  # type: ignore[arg-type]
     with pytest.raises(FileNotFoundError):
         D.load_thresholds("/nonexistent/thresholds.yaml")
 
@@ -139,7 +141,7 @@ CANDIDATE_ROWS = [("s1", 7, 8, 7, 8, 76.0, "partial", "judged"), ("s2", 7, 6, 6,
 def known():
     comparison = compare_runs(in_memory_run("A", "anchor-judge", results(ANCHOR_ROWS)),
                               in_memory_run("B", "cand-judge", results(CANDIDATE_ROWS)), n_boot=500, seed=3)
-    return comparison, D.judge_drift(comparison, thresholds(), simulated=True)
+    return comparison, judge_drift(comparison, thresholds(), simulated=True)
 
 
 def test_judge_drift_known_answers(known):
@@ -229,7 +231,7 @@ def test_judge_drift_decides_with_the_file(known):
     _, drift = known
     assert drift.decision.decision == "hold"  # one of six unjudged, and |mean| 1.6 with a wide CI
     assert "max_unjudged_share" in drift.decision.failed
-    record = drift.to_json()
+    record = drift_json(drift)
     assert record["decision"] == "hold" and record["n"] == 5 and record["simulated"] is True
     assert {c["threshold"] for c in record["decision_detail"]["checks"]} == set(D.THRESHOLDS)
     json.dumps(record)  # JSON-safe
@@ -245,7 +247,7 @@ def env(tmp_path, monkeypatch):
 
 def evaluated(out: Path, limit: int = 12) -> Path:
     return runs.evaluate(SAMPLE, "heuristic", "axon-v1", out_dir=out, name="anchor", limit=limit,
-                         progress=False, figures=False).run_dir
+                         progress=False).run_dir
 
 
 def test_mark_anchor_freezes_hashes_and_is_never_remarked(env):

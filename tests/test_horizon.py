@@ -175,7 +175,7 @@ def test_compare_samplers_counts_unjudged_items_apart_and_says_so():
 
 
 def test_the_horizon_figure_names_the_unjudged_items():
-    from axon_eval import plots
+    from axon_eval import reporting as plots
 
     summary = horizon_summary(unjudged_table(), labels_frame())
     note = plots.horizon_unjudged_note(summary)

@@ -329,7 +329,7 @@ def test_import_then_evaluate_with_the_heuristic_judge(tmp_path):
     result = _import("otel")
     evidence = tmp_path / "otel_turns.jsonl"
     write_import(result, evidence)
-    run = evaluate(evidence, "heuristic", out_dir=tmp_path / "runs", name="imported", progress=False, figures=False)
+    run = evaluate(evidence, "heuristic", out_dir=tmp_path / "runs", name="imported", progress=False)
     assert run.manifest.counts.judged == len(run.results) > 0
     assert run.manifest.counts.unjudged == 0 and len(run.results) == len(result.turns)
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from axon_eval import labelling, runs
+from axon_eval import runs
+from axon_eval.calibration import labelling
 from axon_eval.cli import main
 from axon_eval.labels import load_labels
 from axon_eval.rubric import DIMENSIONS
@@ -23,7 +24,7 @@ LABELS = ROOT / "data" / "turns" / "labels.csv"
 def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs")
     return runs.evaluate(SAMPLE, "heuristic", "axon-v1", out_dir=out, name="labelling", progress=False,
-                         figures=False, cache=False)
+                         cache=False)
 
 
 # -- sampling ----------------------------------------------------------------------------------------

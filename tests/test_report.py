@@ -20,8 +20,9 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from axon_eval import plots, report
-from axon_eval.report import DEFAULT_N_WORST, write_report
+from axon_eval import reporting as plots
+from axon_eval.reporting import report
+from axon_eval.reporting.report import DEFAULT_N_WORST, write_report
 from axon_eval.runs import evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,7 +89,7 @@ def replicate_run(source: Path, folder: Path, n_rows: int) -> Path:
 
 _MEASURE = """
 import json, resource, sys
-from axon_eval.report import write_report
+from axon_eval.reporting.report import write_report
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 path = write_report(sys.argv[1])
 after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

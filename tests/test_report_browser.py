@@ -26,7 +26,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from axon_eval.report import write_report
+from axon_eval.reporting import save_run_figures
+from axon_eval.reporting.report import write_report
 from axon_eval.runs import evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -155,6 +156,7 @@ def report_alone(tmp_path_factory):
     names of the run's figure files (each must be an image of the page)."""
     source = tmp_path_factory.mktemp("run")
     run = evaluate(SAMPLE, "heuristic", out_dir=source, cache=False, progress=False)
+    save_run_figures(run)  # runs draw nothing; the figures the report is compared with
     results = pd.read_parquet(run.run_dir / "results.parquet")
     gone = results["segment_id"].isin(UNJUDGED)
     results.loc[gone, ["intent_understood", "sql_quality", "result_relevance", "answer_faithfulness", "raw_score",

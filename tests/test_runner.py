@@ -16,7 +16,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from axon_eval import cli
 from axon_eval.rubric import Rubric
-from axon_eval.runner import (
+from axon_eval.runs.notebook import (
     ParameterValueError,
     UnknownParameterError,
     check_parameter_types,

@@ -30,7 +30,8 @@ from axon_eval.runs import (
     rescore,
     summarise,
 )
-from axon_eval.report import write_report
+from axon_eval.reporting import save_run_figures
+from axon_eval.reporting.report import write_report
 from axon_eval import summaries
 
 CANARY = "sk-ant-canary-0123456789abcdef0123456789"
@@ -124,7 +125,7 @@ def evidence(tmp_path: Path) -> Path:
 
 
 def run_eval(evidence: Path, judge: Judge, out: Path, **kw):
-    return evaluate(evidence, judge, Rubric.default(), out_dir=out, progress=False, figures=False, **kw)
+    return evaluate(evidence, judge, Rubric.default(), out_dir=out, progress=False, **kw)
 
 
 # -- the run folder ----------------------------------------------------------------------------------
@@ -138,6 +139,8 @@ def test_evaluate_writes_a_complete_run_folder(tmp_path, evidence):
     for name in ("params.json", "manifest.json", "results.parquet", "verdicts.jsonl", "audit.jsonl",
                  "invalid.jsonl"):
         assert (folder / name).is_file(), name
+    assert not list((folder / "figures").glob("*.png")), "runs draw nothing: the caller asks reporting"
+    save_run_figures(res)
     assert sorted(p.name for p in (folder / "figures").glob("*.png")) == [
         "caps.png", "dimensions.png", "score_distribution.png", "verdict_vs_band.png"]
     assert not [p for p in folder.rglob("*") if p.name.endswith(".tmp")], "temporary files left behind"
@@ -227,7 +230,7 @@ def test_rescore_with_the_same_rubric_reproduces_scores_exactly(tmp_path, eviden
     judge = ScriptedJudge(fail=frozenset({"t005"}))
     source = run_eval(evidence, judge, tmp_path)
     calls = judge.calls
-    again = rescore(source.run_dir, Rubric.default(), figures=False)
+    again = rescore(source.run_dir, Rubric.default())
     assert judge.calls == calls
     assert again.run_dir != source.run_dir and again.run_dir.parent == source.run_dir.parent
     pd.testing.assert_frame_equal(again.results[SCORE_COLUMNS], source.results[SCORE_COLUMNS])
@@ -242,19 +245,19 @@ def test_rescore_with_the_same_rubric_reproduces_scores_exactly(tmp_path, eviden
 def test_rescore_under_another_rubric_changes_only_the_arithmetic(tmp_path, evidence):
     source = run_eval(evidence, ScriptedJudge(), tmp_path)
     flat = Rubric.default().with_weights({d: 0.25 for d in DIMENSIONS}, name="flat")
-    other = rescore(source.run_dir, flat, figures=False)
+    other = rescore(source.run_dir, flat)
     assert other.manifest.rubric_id == flat.id != source.manifest.rubric_id
     assert (other.results["rubric_id"] == flat.id).all()
     assert other.results[list(DIMENSIONS)].equals(source.results[list(DIMENSIONS)])
     assert not other.results["raw_score"].equals(source.results["raw_score"])
-    horizon = rescore(source.run_dir, Rubric.default().replace(row_horizon=5), figures=False)
+    horizon = rescore(source.run_dir, Rubric.default().replace(row_horizon=5))
     assert any("row_horizon" in w for w in horizon.manifest.warnings)
 
 
 def test_rejudge_uses_the_recorded_evidence_and_names_its_source(tmp_path, evidence):
     source = run_eval(evidence, ScriptedJudge(), tmp_path, limit=6)
     other_judge = ScriptedJudge("scripted/v2", offset=1)
-    again = rejudge(source.run_dir, other_judge, progress=False, figures=False)
+    again = rejudge(source.run_dir, other_judge, progress=False)
     assert other_judge.calls == len(source.results)  # same limit, same segments
     assert again.manifest.kind == "rejudge" and again.manifest.source_run == str(source.run_dir)
     assert again.manifest.judge_id == "scripted/v2" and again.manifest.rubric_id == source.manifest.rubric_id
@@ -490,7 +493,7 @@ def test_several_judge_samples_give_one_row_per_segment_and_sample(tmp_path, evi
     assert set(samples) == {(0, 1)}
     s = res.summary()
     assert s["segments"] == 15 and s["rows"] == 30 and "several judge samples" in summaries.format_summary(s)
-    again = rescore(res.run_dir, Rubric.default(), figures=False)
+    again = rescore(res.run_dir, Rubric.default())
     pd.testing.assert_frame_equal(again.results[SCORE_COLUMNS], res.results[SCORE_COLUMNS])
 
 
@@ -542,7 +545,8 @@ def test_a_study_manifest_records_its_rubric_name(tmp_path, evidence):
 
 def test_derived_runs_record_their_source_relative_to_the_repository(tmp_path, evidence, monkeypatch):
     """Paths inside the repository are recorded relative to it, whatever form the caller gave them in."""
-    from axon_eval.runs.compare import compare_runs, write_comparison
+    from axon_eval.reporting.comparison import write_comparison
+    from axon_eval.runs.compare import compare_runs
 
     root = tmp_path / "repo"
     (root / "runs").mkdir(parents=True)
@@ -551,9 +555,9 @@ def test_derived_runs_record_their_source_relative_to_the_repository(tmp_path, e
     source = run_eval(evidence, ScriptedJudge(), root / "runs")
     absolute = source.run_dir.resolve()
     rel = f"runs/{absolute.name}"
-    rescored = rescore(absolute, Rubric.default(), figures=False)
+    rescored = rescore(absolute, Rubric.default())
     assert rescored.manifest.source_run == rel and rescored.manifest.params["source_run"] == rel
-    rejudged = rejudge(absolute, ScriptedJudge(), figures=False, progress=False)
+    rejudged = rejudge(absolute, ScriptedJudge(), progress=False)
     assert rejudged.manifest.source_run == rel and rejudged.manifest.params["source_run"] == rel
     folder = write_comparison(compare_runs(absolute, rescored.run_dir.resolve()), root / "runs")
     m = json.loads((folder / "manifest.json").read_text())
@@ -630,7 +634,7 @@ def test_index_prints_a_readable_table_and_json_carries_every_column(tmp_path, e
 
 def test_the_summary_lists_a_few_items_quiet_lists_none_and_the_budget_is_one_line(tmp_path, evidence):
     from axon_eval.runs.evaluate import BUDGET_ERROR
-    from axon_eval.runs_cli import ITEMS_SHOWN, summary_lines
+    from axon_eval.cli.runs import ITEMS_SHOWN, summary_lines
 
     failing = frozenset(f"t{i:03d}" for i in range(8))
     run = run_eval(evidence, ScriptedJudge(fail=failing), tmp_path / "runs")
@@ -653,7 +657,7 @@ def test_the_summary_lists_a_few_items_quiet_lists_none_and_the_budget_is_one_li
 
 def test_the_summary_names_the_segments_an_ensemble_flagged(tmp_path, evidence, capsys):
     from axon_eval.judges.wrappers import EnsembleJudge
-    from axon_eval.runs_cli import disagreement_lines
+    from axon_eval.cli.runs import disagreement_lines
 
     run = run_eval(evidence, EnsembleJudge([ScriptedJudge(), ScriptedJudge("scripted/v2", offset=5)]), tmp_path)
     flagged = run.results.loc[run.results["disagreement"].astype(bool), "segment_id"].tolist()
@@ -664,7 +668,7 @@ def test_the_summary_names_the_segments_an_ensemble_flagged(tmp_path, evidence, 
     head, named = line[:cut], line[cut + 2:]
     assert head == f"ensemble disagreement: {len(flagged)} of {judged} judged segments flagged " \
                    f"({round(100 * len(flagged) / judged)}%)"
-    from axon_eval.runs_cli import DISAGREEMENT_SHOWN
+    from axon_eval.cli.runs import DISAGREEMENT_SHOWN
 
     parts = named.split(", ")
     shown = flagged[:DISAGREEMENT_SHOWN]

@@ -26,7 +26,7 @@ from axon_eval import runs
 from axon_eval.judges.base import Judge, JudgeRecord, Verdict
 from axon_eval.judges.wrappers import NoiseJudge
 from axon_eval.rubric import DIMENSIONS, Rubric
-from axon_eval.runner import check_parameters, load_params_files, notebook_parameters, run_notebook
+from axon_eval.runs.notebook import check_parameters, load_params_files, notebook_parameters, run_notebook
 from notebook_checks import assert_thin_notebook, run_smoke
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -171,7 +171,7 @@ def test_explicit_source_run_with_a_reordering_pair(tmp_path, monkeypatch):
     monkeypatch.setenv(runs.RUNS_DIR_ENV, str(tmp_path))
     monkeypatch.delenv(runs.CACHE_ENV, raising=False)
     source = runs.evaluate(SAMPLE, NoiseJudge(PairJudge(), sd=0.0), "axon-v1", out_dir=tmp_path / "sources",
-                           name="pair", limit=6, progress=False, figures=False)
+                           name="pair", limit=6, progress=False)
     scores = source.results.set_index("segment_id")["score"]
     assert (scores[GOOD], scores[POOR]) == (80.0, 45.0)
     candidate = tmp_path / "intent-up.yaml"

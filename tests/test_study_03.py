@@ -15,12 +15,12 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from axon_eval import plots
+from axon_eval import reporting as plots
 from axon_eval.bench.noise import simulated_samples_table
 from axon_eval.judges import build_judge
 from axon_eval.judges.fake_server import FakeJudgeServer
 from axon_eval.rubric import DIMENSIONS, Rubric
-from axon_eval.runner import check_parameters, load_params_files, notebook_parameters, run_notebook
+from axon_eval.runs.notebook import check_parameters, load_params_files, notebook_parameters, run_notebook
 from axon_eval.runs import CACHE_ENV, RUNS_DIR_ENV
 from axon_eval.stats.noise import (
     NOISE_COLUMNS,

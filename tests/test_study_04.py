@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from axon_eval import plots
-from axon_eval.runner import check_parameters, load_params_files, notebook_parameters
+from axon_eval import reporting as plots
+from axon_eval.runs.notebook import check_parameters, load_params_files, notebook_parameters
 from axon_eval.runs import file_sha256
 from axon_eval.stats.horizon import BY_HORIZON_KEYS, STUDY_NAME
 from notebook_checks import assert_thin_notebook, run_smoke

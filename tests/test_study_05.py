@@ -13,7 +13,7 @@ import nbformat
 import pytest
 
 from axon_eval import runs
-from axon_eval.runner import check_parameters, load_params_files, notebook_parameters
+from axon_eval.runs.notebook import check_parameters, load_params_files, notebook_parameters
 from notebook_checks import assert_thin_notebook, run_smoke
 
 ROOT = Path(__file__).resolve().parents[1]

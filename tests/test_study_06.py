@@ -17,8 +17,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from axon_eval import anchors, runs
-from axon_eval.runner import check_parameters, load_params_files, notebook_parameters, run_notebook
+from axon_eval import runs
+from axon_eval.calibration import anchors
+from axon_eval.runs.notebook import check_parameters, load_params_files, notebook_parameters, run_notebook
 from axon_eval.stats.drift import THRESHOLDS
 from notebook_checks import assert_thin_notebook
 
@@ -104,7 +105,7 @@ def test_explicit_anchor_with_the_same_judge_does_not_drift(tmp_path, monkeypatc
     monkeypatch.setenv(runs.RUNS_DIR_ENV, str(tmp_path))
     monkeypatch.setenv(runs.CACHE_ENV, str(tmp_path / "cache.sqlite"))
     source = runs.evaluate(SAMPLE, "heuristic", "axon-v1", out_dir=tmp_path / "anchors", name="explicit",
-                           progress=False, figures=False)
+                           progress=False)
     anchors.mark_anchor(source.run_dir, "explicit anchor for test_study_06")
     result = run_notebook(NOTEBOOK, {"anchor_run": str(source.run_dir), "candidate_judge": "heuristic"},
                           out_dir=tmp_path)
@@ -122,6 +123,6 @@ def test_a_run_that_is_not_an_anchor_is_refused(tmp_path, monkeypatch):
     monkeypatch.setenv(runs.RUNS_DIR_ENV, str(tmp_path))
     monkeypatch.setenv(runs.CACHE_ENV, str(tmp_path / "cache.sqlite"))
     source = runs.evaluate(SAMPLE, "heuristic", "axon-v1", out_dir=tmp_path / "anchors", name="plain", limit=2,
-                           progress=False, figures=False)
+                           progress=False)
     result = run_notebook(NOTEBOOK, {"anchor_run": str(source.run_dir)}, out_dir=tmp_path, export_html=False)
     assert result.status == "failed" and "not an anchor" in (result.error or "")

@@ -23,7 +23,7 @@ import yaml
 
 from axon_eval import runs
 from axon_eval.rubric import DIMENSIONS, Rubric
-from axon_eval.runner import check_parameters, load_params_files, notebook_parameters
+from axon_eval.runs.notebook import check_parameters, load_params_files, notebook_parameters
 from axon_eval.stats.recalibration import DO_NOT_ADOPT
 from notebook_checks import assert_thin_notebook, run_smoke
 

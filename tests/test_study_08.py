@@ -10,7 +10,7 @@ import nbformat
 import pytest
 
 from axon_eval import runs
-from axon_eval.runner import check_parameters, load_params_files, notebook_parameters, run_notebook
+from axon_eval.runs.notebook import check_parameters, load_params_files, notebook_parameters, run_notebook
 from notebook_checks import assert_thin_notebook
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from axon_eval import plots, summaries
+from axon_eval import summaries
+from axon_eval import reporting as plots
 from axon_eval.rubric import BANDS, CAP_FACTS, DIMENSIONS, Rubric
 from axon_eval.scoring import score_frame
 from axon_eval.summaries import MixedResultsError, format_summary, segment_table, summarise

@@ -33,7 +33,7 @@ from axon_eval.runs import (
     rerun,
     rescore,
 )
-from axon_eval.runs.compare import write_comparison
+from axon_eval.reporting.comparison import write_comparison
 from axon_eval.runs.evaluate import record_git
 from axon_eval.runs.manifest import RunManifest
 from axon_eval.runs.provenance import redact_secrets, redact_text
@@ -58,7 +58,7 @@ def _evaluate(path: Path, judge, out: Path, **kw):
     # no verdict cache unless asked: the scripted judges share an id, and a cached verdict would hide
     # the failure a test plants
     kw.setdefault("cache", False)
-    return evaluate(path, judge, Rubric.default(), out_dir=out, progress=False, figures=False, **kw)
+    return evaluate(path, judge, Rubric.default(), out_dir=out, progress=False, **kw)
 
 
 # -- statuses and exit codes -------------------------------------------------------------------------
@@ -202,7 +202,7 @@ def test_compare_two_runs_with_one_changed_weight(tmp_path, evidence):
     base = _evaluate(evidence, ScriptedJudge(), tmp_path / "runs")
     heavier = Rubric.default().with_weights({"intent_understood": 0.20, "sql_quality": 0.25,
                                              "result_relevance": 0.25, "answer_faithfulness": 0.30})
-    other = rescore(base.run_dir, heavier, figures=False)
+    other = rescore(base.run_dir, heavier)
     c = compare_runs(base.run_dir, other.run_dir, seed=3)
     judged = base.results[base.results["status"] == "judged"]
     expected = score_frame(judged, heavier)["score"].to_numpy() - judged["score"].to_numpy()
@@ -262,7 +262,7 @@ def test_small_chunks_give_the_same_run_as_one_chunk(tmp_path, evidence):
     assert one.manifest.counts == many.manifest.counts
     assert not [p for p in many.run_dir.rglob(".*partial")], "partial files left behind"
     # rescoring a compressed-audit run works and reproduces it
-    again = rescore(many.run_dir, Rubric.default(), figures=False)
+    again = rescore(many.run_dir, Rubric.default())
     pd.testing.assert_frame_equal(again.results[cols], many.results[cols])
 
 
@@ -314,7 +314,7 @@ def test_the_fake_judge_server_verb_starts_and_stops(capsys):
 
 
 def test_the_evaluation_notebook_on_an_empty_file_fails_with_exit_5(tmp_path):
-    from axon_eval.runner import run_notebook
+    from axon_eval.runs.notebook import run_notebook
 
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
@@ -335,7 +335,7 @@ def test_a_cold_evaluate_of_distinct_copies_misses_the_cache_on_every_segment(tm
 
     evidence = replicate_sample(180, tmp_path / "copies.jsonl")  # the 90-turn sample twice
     run = evaluate(evidence, "heuristic", Rubric.default(), out_dir=tmp_path / "runs", cache=tmp_path / "c.sqlite",
-                   progress=False, figures=False)
+                   progress=False)
     assert run.manifest.cache_hits == 0
     assert run.manifest.cache_misses == run.manifest.counts.segments == len(run.results)
     assert run.results["view_sha256"].is_unique

@@ -16,9 +16,10 @@ import pytest
 from axon_eval import cli
 from axon_eval.judges import build_judge
 from axon_eval.judges.fake_server import FakeJudgeServer
-from axon_eval.report import write_report
+from axon_eval.reporting import save_run_figures
+from axon_eval.reporting.report import write_report
 from axon_eval.rubric import Rubric
-from axon_eval.runner import run_notebook
+from axon_eval.runs.notebook import run_notebook
 from axon_eval.runs import EXIT_OK, EXIT_PARTIAL, evaluate, load_run
 from axon_eval.runs.manifest import RunManifest
 
@@ -51,7 +52,7 @@ def test_a_run_against_a_local_server_says_so_and_never_shares_the_real_judges_c
     monkeypatch.setenv("ANTHROPIC_API_KEY", CANARY_ANTHROPIC)
     cache = tmp_path / "cache.sqlite"
     run = evaluate(evidence, "anthropic:claude-haiku-4-5", Rubric.default(), out_dir=tmp_path / "runs",
-                   cache=cache, progress=False, figures=False)
+                   cache=cache, progress=False)
     m = run.manifest
     assert m.status == "complete" and m.judge_local is True and m.judge_endpoint == server.url
     assert f"base={server.url}" in m.judge_id
@@ -88,9 +89,10 @@ def test_keys_never_reach_a_file_or_a_server_they_were_not_meant_for(tmp_path, e
     specs = [f"anthropic:claude-haiku-4-5@{server.url}",
              f"openai:gpt-4o-mini@http://user:{CANARY_URL_PASSWORD}@{host_port}/v1"]
     for spec in specs:
-        run = evaluate(evidence, spec, Rubric.default(), out_dir=out, progress=False, figures=True,
+        run = evaluate(evidence, spec, Rubric.default(), out_dir=out, progress=False,
                        params={"note": f"spec was {spec}"})
         assert run.manifest.status == "complete", run.manifest.error
+        save_run_figures(run)
         write_report(run.run_dir)
     # a notebook run with the canary in its parameters and the CLI's evaluate and report verbs
     nb = run_notebook(ROOT / "notebooks" / "01_evaluate.ipynb",
@@ -115,12 +117,12 @@ def test_batch_mode_judges_through_one_batch_at_the_batch_price(tmp_path, eviden
     monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
     spec = f"anthropic:claude-haiku-4-5@{server.url}"
     batch = evaluate(evidence, spec, Rubric.default(), out_dir=tmp_path / "runs", cache=tmp_path / "c1.sqlite",
-                     progress=False, figures=False, batch=True, batch_poll_s=0.01)
+                     progress=False, batch=True, batch_poll_s=0.01)
     assert batch.manifest.status == "complete"
     assert len(batch.manifest.batch["submitted"]) == 1 and batch.manifest.batch["requests"] == len(batch.results)
     assert server.paths.count("/v1/messages/batches") == 1 and "/v1/messages" not in server.paths
     online = evaluate(evidence, spec, Rubric.default(), out_dir=tmp_path / "runs", cache=tmp_path / "c2.sqlite",
-                      progress=False, figures=False)
+                      progress=False)
     assert batch.manifest.cost_usd == pytest.approx(online.manifest.cost_usd * 0.5)
     saved = json.loads((batch.run_dir / "batch.json").read_text())
     assert saved["status"] == "collected" and saved["batch_id"] == batch.manifest.batch["submitted"][0]
@@ -132,19 +134,19 @@ def test_an_interrupted_batch_run_resumes_polling_instead_of_paying_twice(tmp_pa
     server.batch_polls = 10_000  # the batch will not end while the first run waits
     with pytest.raises(TimeoutError):
         evaluate(evidence, spec, Rubric.default(), out_dir=tmp_path / "runs", cache=cache, progress=False,
-                 figures=False, batch=True, batch_poll_s=0.01, batch_timeout_s=0.3)
+                 batch=True, batch_poll_s=0.01, batch_timeout_s=0.3)
     (failed,) = [p for p in (tmp_path / "runs").iterdir() if not p.name.startswith(".")]
     assert RunManifest.read(failed).status == "failed"
     batch_id = json.loads((failed / "batch.json").read_text())["batch_id"]
     server.batch_polls = 1
     again = evaluate(evidence, spec, Rubric.default(), out_dir=tmp_path / "runs", cache=cache, progress=False,
-                     figures=False, batch=True, batch_poll_s=0.01)
+                     batch=True, batch_poll_s=0.01)
     assert again.manifest.status == "complete"
     assert again.manifest.batch["resumed"] == [batch_id] and again.manifest.batch["submitted"] == []
     assert server.paths.count("/v1/messages/batches") == 1, "the second run submitted a second batch"
     # and a third run is served entirely from the verdict cache
     third = evaluate(evidence, spec, Rubric.default(), out_dir=tmp_path / "runs", cache=cache, progress=False,
-                     figures=False, batch=True, batch_poll_s=0.01)
+                     batch=True, batch_poll_s=0.01)
     assert third.manifest.cache_hits == len(third.results) and third.manifest.batch["submitted"] == []
 
 
@@ -172,7 +174,7 @@ def test_the_budget_stops_a_paid_run_before_it_is_exceeded(tmp_path, evidence, s
 def test_the_budget_also_bounds_a_batch(tmp_path, evidence, server):
     spec = f"anthropic:claude-haiku-4-5@{server.url}"
     run = evaluate(evidence, spec, Rubric.default(), out_dir=tmp_path / "runs", cache=False, progress=False,
-                   figures=False, batch=True, batch_poll_s=0.01, max_cost_usd=0.004, limit=4)
+                   batch=True, batch_poll_s=0.01, max_cost_usd=0.004, limit=4)
     assert run.manifest.status == "partial" and run.manifest.estimated_cost_usd > 0.004
     assert run.manifest.batch["requests"] < len(run.results)
     assert run.manifest.cost_usd <= 0.004
@@ -193,15 +195,13 @@ def test_the_rubric_pins_the_prompt_of_a_judge_built_from_its_spec(tmp_path, evi
     spec = f"anthropic:claude-haiku-4-5@{server.url}"
     v2 = Rubric.default().replace(prompt_version="judge_v2")
     assert v2.id != Rubric.default().id
-    run = evaluate(evidence, spec, v2, out_dir=tmp_path / "runs", cache=False, progress=False, figures=False)
+    run = evaluate(evidence, spec, v2, out_dir=tmp_path / "runs", cache=False, progress=False)
     m = run.manifest
     assert m.status == "complete" and m.prompt_version == "judge_v2" and "@judge_v2" in m.judge_id
     assert not any("the rubric names prompt" in w for w in m.warnings)
     # the default rubric still names judge_v1, so the default behaviour is unchanged
-    default = evaluate(evidence, spec, Rubric.default(), out_dir=tmp_path / "runs", cache=False, progress=False,
-                       figures=False)
+    default = evaluate(evidence, spec, Rubric.default(), out_dir=tmp_path / "runs", cache=False, progress=False)
     assert default.manifest.prompt_version == "judge_v1"
-    mismatched = evaluate(evidence, build_judge(spec), v2, out_dir=tmp_path / "runs", cache=False, progress=False,
-                          figures=False)
+    mismatched = evaluate(evidence, build_judge(spec), v2, out_dir=tmp_path / "runs", cache=False, progress=False)
     assert any("the rubric names prompt 'judge_v2' but the judge uses judge_v1" in w
                for w in mismatched.manifest.warnings)

@@ -145,7 +145,7 @@ def bench_large_file(workdir: Path, n_turns: int = LARGE_TURNS) -> list[dict[str
                  returncode=fresh.returncode, detail=(output.splitlines() or [""])[-1][:200])]
     if folders:
         folder = folders[0]
-        from ..report import write_report
+        from ..reporting.report import write_report
 
         start = time.perf_counter()
         report = write_report(folder)

@@ -6,7 +6,7 @@
 
 Layout: :mod:`.spans` (the neutral span), :mod:`.otlp` (OTLP JSON decoding), one reader per format
 (:mod:`.otel`, :mod:`.openinference`, :mod:`.langfuse`, :mod:`.langsmith`), :mod:`.mapping` (the shared
-rules: one trace -> one turn), :mod:`.export_otel` and :mod:`.cli` (``python -m axon_eval import-traces``).
+rules: one trace -> one turn), :mod:`.export_otel`; the verbs live in :mod:`axon_eval.cli.importers` (``python -m axon_eval import-traces``).
 """
 
 from __future__ import annotations

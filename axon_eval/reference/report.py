@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..report import (
+from ..reporting.report import (
     _CSS,
     _kv,
     _table,

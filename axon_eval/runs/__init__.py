@@ -13,7 +13,8 @@ overwritten (a clash gets ``-2``, ``-3``, ... appended) and holds:
 ``audit.jsonl``       per results row: the full scoring arithmetic, the trajectory facts, the SQL and rows
                       the judge saw and the view's SHA-256 (``audit.jsonl.gz`` when compressed)
 ``invalid.jsonl``     every input line that could not be used, with its reason
-``figures/``          PNG figures
+``figures/``          PNG figures, drawn by the caller (:func:`axon_eval.reporting.save_run_figures`):
+                      runs write data and draw nothing
 
 Modules, one job each: :mod:`.io` (atomic files, streams), :mod:`.provenance` (redaction, versions, git),
 :mod:`.manifest` (schema, statuses, exit codes), :mod:`.rows` (segments as scored rows), :mod:`.load`
@@ -126,8 +127,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # compare and index pull in scipy and matplotlib: imported on first use only
-    if name in ("compare_runs", "RunComparison", "write_comparison"):
+    # compare pulls in scipy: imported on first use only (its folder is written by
+    # axon_eval.reporting.comparison.write_comparison: runs draw nothing)
+    if name in ("compare_runs", "RunComparison"):
         from . import compare
 
         return getattr(compare, name)

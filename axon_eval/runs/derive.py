@@ -27,6 +27,7 @@ from .rows import SegmentItem
 if TYPE_CHECKING:  # pragma: no cover
     from ..judges.base import Judge
     from ..judges.cache import VerdictCache
+    from .notebook import JudgeCheck
 
 
 class InputChangedError(RuntimeError):
@@ -61,7 +62,6 @@ def rejudge(
     cache: VerdictCache | str | Path | bool | None = None,
     concurrency: int = 8,
     progress: bool = True,
-    figures: bool = True,
     batch: bool = False,
     max_cost_usd: float | None = None,
 ) -> Run:
@@ -87,7 +87,7 @@ def rejudge(
         out_dir=out_dir if out_dir is not None else folder.parent,
         name=name or f"rejudge-{source.name}", params=params,
         cache=cache, concurrency=concurrency, limit=source.params.get("limit"), seed=source.seed or 0,
-        progress=progress, figures=figures, kind="rejudge", source_run=str(folder), batch=batch,
+        progress=progress, kind="rejudge", source_run=str(folder), batch=batch,
         max_cost_usd=max_cost_usd,
     )
 
@@ -98,7 +98,6 @@ def rescore(
     *,
     out_dir: str | Path | None = None,
     name: str | None = None,
-    figures: bool = True,
     chunk_size: int = 2048,
 ) -> Run:
     """Score the stored verdicts of ``run_folder`` under ``rubric``: a new run, no judge calls at all.
@@ -170,10 +169,6 @@ def rescore(
         writer.commit()
         write_jsonl(folder / "invalid.jsonl", source.invalid)
         results = writer.results_frame()
-        if figures:
-            from .. import plots
-
-            plots.save_standard_figures(results, rubric, folder / "figures")
         (folder / "figures").mkdir(exist_ok=True)
         counts = writer.counts
         counts.turns = sm.counts.turns
@@ -338,7 +333,7 @@ def _verdict_cache(fresh: bool) -> Iterator[Path | None]:
 
 
 def rerun(run_folder: str | Path, *, out_dir: str | Path | None = None, progress: bool = False,
-          cache: bool = True) -> tuple[Path, RerunComparison]:
+          cache: bool = True, check_judge: JudgeCheck | None = None) -> tuple[Path, RerunComparison]:
     """Execute a run again from its own folder into a new one, and compare the two.
 
     A run made by the notebook runner (its manifest records the source notebook: the evaluation notebook,
@@ -346,6 +341,7 @@ def rerun(run_folder: str | Path, *, out_dir: str | Path | None = None, progress
     it recorded is unchanged (:func:`check_recorded_inputs`; a changed notebook is only noted). An
     ``evaluate``/``rejudge`` run re-evaluates its recorded evidence (hash-checked) with its judge, rubric
     and limit. ``cache=False`` judges every verdict again through an empty cache (:func:`_verdict_cache`).
+    ``check_judge`` checks a notebook run's judge specs before it starts (:func:`.notebook.run_notebook`).
     Returns ``(new_run_dir, RerunComparison)`` (:func:`compare_rerun`).
     """
     folder = Path(run_folder)
@@ -354,7 +350,7 @@ def rerun(run_folder: str | Path, *, out_dir: str | Path | None = None, progress
     notes: list[str] = []
     source = (manifest.notebook or {}).get("source")
     if source:
-        from ..runner import run_notebook
+        from .notebook import run_notebook
 
         nb = resolve_recorded(source, root=repository_root(), workdir=manifest.workdir)
         if not nb.is_file():
@@ -366,7 +362,7 @@ def rerun(run_folder: str | Path, *, out_dir: str | Path | None = None, progress
             notes.append(f"the notebook {source} changed since the original run")
         with _verdict_cache(fresh=not cache):
             result = run_notebook(nb, params_files=[folder / "params.json"], out_dir=out, name=manifest.name,
-                                  progress=progress)
+                                  progress=progress, check_judge=check_judge)
         new_dir = result.run_dir
     elif manifest.kind in ("evaluate", "rejudge"):
         if manifest.rubric is None or manifest.judge_spec is None:

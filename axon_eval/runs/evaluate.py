@@ -4,7 +4,7 @@ The input is read, judged, scored and written in chunks of about ``chunk_size`` 
 grows with the chunk, not the file: ``verdicts.jsonl`` and ``audit.jsonl`` are appended chunk by chunk
 and ``results.parquet`` gets one row group per chunk (each written under a hidden ``.partial`` name and
 moved into place at the end). Only the results table (one small row per segment) is kept for the
-figures and the returned :class:`~axon_eval.runs.load.Run`; its verdicts and audit load lazily.
+returned :class:`~axon_eval.runs.load.Run`; its verdicts and audit load lazily.
 
 Order of events: the input is opened and checked for at least one valid turn (none: ``NoValidTurnsError``
 and no folder); the folder and a ``running`` manifest are written; for a paid judge the estimated cost
@@ -387,7 +387,6 @@ def evaluate(
     progress: bool = True,
     row_horizon: int | None = None,
     run_dir: str | Path | None = None,
-    figures: bool = True,
     chunk_size: int = 512,
     kind: Literal["evaluate", "rejudge"] = "evaluate",
     source_run: str | None = None,
@@ -420,7 +419,6 @@ def evaluate(
         always all reported.
     seed : recorded in the manifest and params. The run itself is deterministic given the judge;
         stochastic judges carry their own seed in their spec (``noise(heuristic, sd=1, seed=3)``).
-    figures : write the standard figures into ``figures/``.
     chunk_size : segments read, judged and written per step (peak memory grows with it).
     batch : submit all uncached views as one Anthropic Message Batch (half price); the batch id is kept
         in the run folder and beside the cache, so a restarted run resumes polling instead of paying twice.
@@ -569,10 +567,6 @@ def evaluate(
         writer.commit()
         write_jsonl(folder / "invalid.jsonl", invalid_list)
         results = writer.results_frame()
-        if figures:
-            from .. import plots
-
-            plots.save_standard_figures(results, rubric, folder / "figures")
         if before is not None and after is not None:
             manifest.cache_hits, manifest.cache_misses = after[0] - before[0], after[1] - before[1]
         elif cache_obj is not None:

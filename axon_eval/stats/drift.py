@@ -1,7 +1,8 @@
 """Judge drift against a frozen anchor: how far a candidate judge moves the anchor's scores (study 06).
 
-Pure functions: a :class:`~axon_eval.runs.compare.RunComparison` of the anchor run (A) and the candidate's
-re-judgement of the same evidence (B) in, a :class:`JudgeDrift` record out. The matching of segments,
+Pure functions of the matched rows of the anchor run (A) and the candidate's re-judgement of the same
+evidence (B); :func:`axon_eval.calibration.drift.judge_drift` builds the :class:`JudgeDrift` record from a
+:class:`~axon_eval.runs.compare.RunComparison` (statistics know no run). The matching of segments,
 the mean paired difference with its seeded bootstrap CI, the Wilcoxon signed-rank test and the band
 transition matrix are :func:`~axon_eval.runs.compare.compare_runs`'s (read there); this module adds what
 change control needs on top of them. For matched judged rows ``a_i`` (anchor) and ``b_i`` (candidate),
@@ -38,15 +39,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
 from ..rubric import BANDS, DIMENSIONS
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..runs.compare import RunComparison
 
 #: The Bland & Altman (1986) reference, carried into reports and figures.
 BLAND_ALTMAN_REFERENCE = ("Bland JM, Altman DG. Statistical methods for assessing agreement between two methods "
@@ -361,27 +359,6 @@ class JudgeDrift:
         """The figures the thresholds are checked against."""
         return measured_figures(self)
 
-    def to_json(self) -> dict[str, Any]:
-        """Everything but the per-segment deltas (JSON-safe)."""
-        from ..runs.io import to_jsonable
-
-        return to_jsonable({
-            "anchor_run": self.anchor_run, "candidate_run": self.candidate_run,
-            "anchor_judge_id": self.anchor_judge_id, "candidate_judge_id": self.candidate_judge_id,
-            "rubric_id": self.rubric_id, "simulated": self.simulated,
-            "n_anchor": self.n_anchor, "n": self.n_compared, "n_unjudged": self.n_unjudged,
-            "n_unmatched": self.n_unmatched, "unjudged_share": self.unjudged_share,
-            "mean_delta": self.mean_delta, "mean_delta_ci": list(self.mean_delta_ci) if self.mean_delta_ci else None,
-            "confidence": self.confidence, "n_boot": self.n_boot, "seed": self.seed,
-            "wilcoxon_statistic": self.wilcoxon_statistic, "wilcoxon_p": self.wilcoxon_p,
-            "n_band_changes": self.n_band_changes, "band_change_share": self.band_change_share,
-            "transitions": {a: {b: int(self.transitions.loc[a, b]) for b in BANDS} for a in BANDS},
-            "bland_altman": self.bland_altman.to_json(),
-            "dimensions": self.dimensions.to_dict(orient="records"),
-            "decision": self.decision.decision, "decision_detail": self.decision.to_json(),
-            "measured": self.measured, "notes": self.notes,
-        })
-
     def format(self) -> str:
         """A plain-text summary for the terminal."""
         sim = "SIMULATED candidate judge. " if self.simulated else ""
@@ -426,47 +403,3 @@ def measured_figures(drift: JudgeDrift) -> dict[str, float | None]:
         "max_abs_dimension_delta": float(dims.max()) if len(dims) else None,
         "max_abs_limit_of_agreement": drift.bland_altman.max_abs_limit,
     }
-
-
-def judge_drift(comparison: RunComparison, thresholds: DriftThresholds, *, simulated: bool = False,
-                n_boot: int | None = None, seed: int | None = None) -> JudgeDrift:
-    """The drift record of ``comparison`` (``compare_runs(anchor, candidate)``) decided against
-    ``thresholds`` (required: from :func:`load_thresholds`).
-
-    The mean difference, its CI, the Wilcoxon test and the band transitions are the comparison's; its
-    confidence level must be the thresholds file's (``compare_runs(..., confidence=thresholds.confidence)``)
-    and ``n_boot``/``seed`` default to the comparison's. ``simulated`` marks a simulated candidate.
-    """
-    import dataclasses
-
-    if not isinstance(thresholds, DriftThresholds):
-        raise TypeError("judge_drift needs thresholds from load_thresholds(<file>) (the packaged file is "
-                        "packaged_thresholds_path()): there are no default thresholds in code")
-    n_boot = comparison.n_boot if n_boot is None else n_boot
-    seed = comparison.seed if seed is None else seed
-    confidence = thresholds.confidence
-    deltas = comparison.deltas
-    ba = bland_altman(deltas["score_a"], deltas["score_b"], confidence=confidence)
-    dims = dimension_drift(deltas, n_boot=n_boot, seed=seed, confidence=confidence)
-    n_unjudged, n_unmatched = len(comparison.unjudged), len(comparison.unmatched_a)
-    n_anchor = comparison.n_matched + n_unmatched
-    n = comparison.n_compared
-    notes = list(comparison.notes)
-    if comparison.unmatched_b:
-        notes.append(f"{len(comparison.unmatched_b)} candidate row(s) have no anchor row (left out)")
-    draft = JudgeDrift(
-        anchor_run=comparison.run_a, candidate_run=comparison.run_b, anchor_judge_id=comparison.judge_a,
-        candidate_judge_id=comparison.judge_b, rubric_id=comparison.rubric_b, n_anchor=n_anchor, n_compared=n,
-        n_unjudged=n_unjudged, n_unmatched=n_unmatched,
-        unjudged_share=(n_unjudged + n_unmatched) / n_anchor if n_anchor else None,
-        mean_delta=comparison.mean_delta, mean_delta_ci=comparison.mean_delta_ci,
-        wilcoxon_statistic=comparison.wilcoxon_statistic, wilcoxon_p=comparison.wilcoxon_p,
-        n_band_changes=comparison.n_band_changes, band_change_share=comparison.n_band_changes / n if n else None,
-        transitions=comparison.transitions, bland_altman=ba, dimensions=dims, deltas=deltas,
-        decision=None, simulated=bool(simulated), confidence=confidence, n_boot=n_boot, seed=seed,  # type: ignore[arg-type]
-        notes=notes)
-    vacuous = {}
-    if n and comparison.wilcoxon_p is None:
-        vacuous["min_wilcoxon_p"] = "every score difference is 0, so there is no shift to test"
-    decision = decide(measured_figures(draft), thresholds, vacuous)
-    return dataclasses.replace(draft, decision=decision)

@@ -35,7 +35,7 @@ EXIT_RERUN_DIFFERS = 7
 
 def _judge_errors() -> tuple[type[BaseException], ...]:
     """A missing API key is a usage error too (exit 2 before any work)."""
-    from .judges.base import MissingApiKey
+    from ..judges.base import MissingApiKey
 
     return (MissingApiKey,)
 
@@ -44,7 +44,7 @@ def one_line(exc: BaseException) -> str:
     """The message of a usage error as one line: a judge spec error names the valid forms on the same
     line; any other message's lines (a rubric's or a parameter's error, the invalid lines of an input
     without a valid turn) are joined with ``"; "``."""
-    from .judges.registry import VALID_FORMS, SpecError
+    from ..judges.registry import VALID_FORMS, SpecError
 
     if isinstance(exc, SpecError):
         return f"invalid judge spec {exc.spec!r}: {exc.problem}; valid forms: {' | '.join(VALID_FORMS)}"
@@ -56,7 +56,7 @@ def one_line(exc: BaseException) -> str:
 def _usage_error(exc: BaseException) -> int:
     """One line on stderr; exit 5 for an input without valid turns, else 2 (a bad spec, parameter, rubric
     -- :mod:`axon_eval.rubric` raises ``ValueError`` subclasses --, path or key)."""
-    from .runs import EXIT_NO_VALID_TURNS, EXIT_USAGE, NoValidTurnsError
+    from ..runs import EXIT_NO_VALID_TURNS, EXIT_USAGE, NoValidTurnsError
 
     print(f"error: {one_line(exc)}", file=sys.stderr)
     return EXIT_NO_VALID_TURNS if isinstance(exc, NoValidTurnsError) else EXIT_USAGE
@@ -75,8 +75,8 @@ DISAGREEMENT_SHOWN = 10
 def _finish(manifest: Any, strict: bool, *, said: tuple[str, ...] = ()) -> int:
     """Print the status line of a finished run and its warnings (but :data:`ANNOUNCED_WARNINGS` and those
     starting with one of ``said``, printed already) and return its exit code."""
-    from .display import fmt_share
-    from .runs import exit_code
+    from ..display import fmt_share
+    from ..runs import exit_code
 
     code = exit_code(manifest, strict=strict)
     c = manifest.counts
@@ -95,7 +95,7 @@ def _finish(manifest: Any, strict: bool, *, said: tuple[str, ...] = ()) -> int:
 
 
 def _budget_stopped(item: Any) -> bool:
-    from .runs.evaluate import BUDGET_ERROR
+    from ..runs.evaluate import BUDGET_ERROR
 
     return str(item.get("error") or "").startswith(BUDGET_ERROR.split("$", 1)[0])
 
@@ -104,8 +104,8 @@ def disagreement_lines(results: Any) -> list[str]:
     """The ensemble disagreement of a results table: how many judged segments an ensemble judge flagged
     (``disagreement``, any of a segment's samples) and which, each with its widest member range
     (``range_<dimension>``); nothing for a judge that is not an ensemble."""
-    from .display import fmt_number, fmt_share
-    from .rubric import DIMENSIONS
+    from ..display import fmt_number, fmt_share
+    from ..rubric import DIMENSIONS
 
     if "disagreement" not in results or "status" not in results:
         return []
@@ -136,7 +136,7 @@ def summary_lines(summary: dict[str, Any], results: Any, run_dir: Any, *, quiet:
     """The CLI summary of a run: :func:`~axon_eval.summaries.format_summary` with at most
     :data:`ITEMS_SHOWN` lines per kind of item (none with ``quiet``: a line with the count and the file
     instead), the segments a cost budget stopped as one line, and the ensemble disagreement."""
-    from .summaries import format_summary
+    from ..summaries import format_summary
 
     unjudged = list(summary.get("unjudged_items") or [])
     budget = [i for i in unjudged if _budget_stopped(i)]
@@ -156,7 +156,7 @@ def summary_lines(summary: dict[str, Any], results: Any, run_dir: Any, *, quiet:
             tails.append(f"  {f'and {rest} more' if shown[key] else rest} {what}: listed in {where}")
     lines = format_summary(shown).splitlines() + tails
     if budget:
-        from .runs.budget import format_usd
+        from ..runs.budget import format_usd
 
         amount = f" of {format_usd(max_cost_usd)}" if max_cost_usd is not None else ""
         lines.append(f"budget: the max_cost_usd budget{amount} stopped judging: {len(budget)} segment(s) unjudged, "
@@ -176,7 +176,7 @@ def _print_summary(result: Any, *, quiet: bool = False) -> tuple[str, ...]:
 def _write_report(run_dir: Any) -> None:
     """``report.html`` beside a headless run's results (the notebook runs write their own); a report that
     cannot be drawn is a warning, never a changed exit code: the run stands."""
-    from .report import write_report
+    from ..reporting.report import write_report
 
     try:
         print(f"report:     {write_report(run_dir)}")
@@ -185,9 +185,30 @@ def _write_report(run_dir: Any) -> None:
               f"retry with: python -m axon_eval report {run_dir}", file=sys.stderr)
 
 
+def _save_figures(run: Any) -> None:
+    """Ask reporting to draw a finished run's standard figures into its ``figures/`` (runs draw nothing)."""
+    from ..reporting import save_run_figures
+
+    save_run_figures(run)
+
+
+def check_judge(spec: str, reference: bool) -> None:
+    """The judge check of ``run`` and ``rerun`` (:data:`axon_eval.runs.notebook.JudgeCheck`): a reference
+    notebook's spec must build a reference judge (:func:`axon_eval.reference.make_judge`), any other an
+    evaluation judge (:func:`axon_eval.runs.notebook.check_evaluation_judge`). Building opens no connection."""
+    if reference:
+        from ..reference import make_judge
+
+        make_judge(spec)
+        return
+    from ..runs.notebook import check_evaluation_judge
+
+    check_evaluation_judge(spec, reference)
+
+
 # -- handlers ---------------------------------------------------------------------------------------
 def _cmd_run(args: argparse.Namespace) -> int:
-    from .runner import notebook_parameters, parse_cli_parameters, run_notebook
+    from ..runs.notebook import notebook_parameters, parse_cli_parameters, run_notebook
 
     try:
         if not Path(args.notebook).is_file():
@@ -195,7 +216,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         overrides = parse_cli_parameters(args.param or [], notebook_parameters(args.notebook))
         result = run_notebook(args.notebook, parameters=overrides, params_files=args.file or [],
                               out_dir=args.out, kernel_name=args.kernel, export_html=not args.no_html,
-                              progress=not args.quiet)
+                              progress=not args.quiet, check_judge=check_judge)
     except (*_judge_errors(), *_USAGE_ERRORS) as exc:
         return _usage_error(exc)
     print(f"run folder: {result.run_dir}")
@@ -211,7 +232,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    from .runs import evaluate
+    from ..runs import evaluate
 
     try:
         result = evaluate(Path(args.turns), args.judge, args.rubric, out_dir=args.out, name=args.name,
@@ -221,6 +242,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                           compress_audit=args.compress_audit, chunk_size=args.chunk_size)
     except (*_judge_errors(), *_USAGE_ERRORS) as exc:
         return _usage_error(exc)
+    _save_figures(result)
     print(f"run folder: {result.run_dir}")
     said = _print_summary(result, quiet=args.quiet)
     _write_report(result.run_dir)
@@ -228,7 +250,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _cmd_rejudge(args: argparse.Namespace) -> int:
-    from .runs import InputChangedError, rejudge
+    from ..runs import InputChangedError, rejudge
 
     try:
         result = rejudge(args.run, args.judge, rubric=args.rubric, out_dir=args.out, name=args.name,
@@ -236,6 +258,7 @@ def _cmd_rejudge(args: argparse.Namespace) -> int:
                          progress=not args.quiet, batch=args.batch, max_cost_usd=args.max_cost_usd)
     except (InputChangedError, *_judge_errors(), *_USAGE_ERRORS) as exc:
         return _usage_error(exc)
+    _save_figures(result)
     print(f"run folder: {result.run_dir} (re-judged from {args.run})")
     said = _print_summary(result, quiet=args.quiet)
     _write_report(result.run_dir)
@@ -243,12 +266,13 @@ def _cmd_rejudge(args: argparse.Namespace) -> int:
 
 
 def _cmd_rescore(args: argparse.Namespace) -> int:
-    from .runs import rescore
+    from ..runs import rescore
 
     try:
         result = rescore(args.run, args.rubric, out_dir=args.out, name=args.name)
     except _USAGE_ERRORS as exc:
         return _usage_error(exc)
+    _save_figures(result)
     print(f"run folder: {result.run_dir} (re-scored from {args.run})")
     _print_summary(result)
     _write_report(result.run_dir)
@@ -256,7 +280,7 @@ def _cmd_rescore(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from .report import write_report
+    from ..reporting.report import write_report
 
     try:
         path = write_report(args.run, output=args.output)
@@ -267,15 +291,19 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_rerun(args: argparse.Namespace) -> int:
-    from .runs import InputChangedError, load_run, rerun
+    from ..runs import InputChangedError, load_run, rerun
 
     try:
-        new_dir, comparison = rerun(args.run, out_dir=args.out, progress=not args.quiet, cache=not args.no_cache)
+        new_dir, comparison = rerun(args.run, out_dir=args.out, progress=not args.quiet, cache=not args.no_cache,
+                                    check_judge=check_judge)
     except (InputChangedError, *_judge_errors(), *_USAGE_ERRORS) as exc:
         return _usage_error(exc)
+    new_run = load_run(new_dir)
+    if not (new_run.manifest.notebook or {}).get("source"):  # a notebook draws its own figures
+        _save_figures(new_run)
     print(f"run folder: {new_dir} (re-run of {args.run})")
     print(comparison.format(top=args.top))
-    code = _finish(load_run(new_dir).manifest, False)
+    code = _finish(new_run.manifest, False)
     if code == 0 and not comparison.identical:
         print("the re-run's results differ from the original's", file=sys.stderr)
         return EXIT_RERUN_DIFFERS
@@ -283,8 +311,8 @@ def _cmd_rerun(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from .runs import compare_runs
-    from .runs.compare import write_comparison
+    from ..runs import compare_runs
+    from ..reporting.comparison import write_comparison
 
     try:
         comparison = compare_runs(args.run_a, args.run_b, allow_different_evidence=args.allow_different_evidence,
@@ -311,7 +339,7 @@ def index_rows(frame: Any) -> list[dict[str, str]]:
     """The rows of the ``index`` table, as text: the run folder, kind, status, judge, rubric (its name,
     else its id), judged segments as ``k of n``, and a note (the study, a budget stop, the error).
     Missing values read ``-``."""
-    from .display import is_missing
+    from ..display import is_missing
 
     def text(value: Any) -> str:
         return "-" if is_missing(value) or value == "" else str(value)
@@ -340,7 +368,7 @@ def format_table(rows: list[dict[str, str]], columns: tuple[tuple[str, int], ...
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
-    from .runs import index
+    from ..runs import index
 
     frame = index(args.root)
     if args.json:
@@ -354,7 +382,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
 
 
 def _cmd_fake_server(args: argparse.Namespace) -> int:
-    from .judges import fake_server
+    from ..judges import fake_server
 
     return int(fake_server.main(args.server_args) or 0)
 

@@ -19,7 +19,7 @@ people before any comparative claim. This module is the edge where people act:
   (``data/turns/labels.csv``, derived from seeded defects) turned into per-segment, per-rater labels of
   the same shape as imported human labels. They are not human judgements and every page says so.
 
-CLI: ``python -m axon_eval sample-for-labelling`` and ``import-labels`` (:mod:`axon_eval.labelling_cli`).
+CLI: ``python -m axon_eval sample-for-labelling`` and ``import-labels`` (:mod:`axon_eval.cli.labelling`).
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .labels import LABELS_NOTE, load_labels
-from .rubric import BANDS, DIMENSIONS
-from .stats.agreement import DEFAULT_STRATA, HUMAN_LABEL_COLUMNS, one_row_per_segment
+from ..labels import LABELS_NOTE, load_labels
+from ..rubric import BANDS, DIMENSIONS
+from ..stats.agreement import DEFAULT_STRATA, HUMAN_LABEL_COLUMNS, one_row_per_segment
 
 #: Columns of the labelling sheet, in order.
 SHEET_COLUMNS: tuple[str, ...] = ("segment_id", *DIMENSIONS, "verdict", "rater", "comment")
@@ -104,7 +104,7 @@ def _results_of(run: Any) -> tuple[pd.DataFrame, str | None, str | None, str | N
     if isinstance(run, pd.DataFrame):
         return run, None, None, None
     if isinstance(run, str | Path):
-        from .runs import load_run
+        from ..runs import load_run
 
         run = load_run(run)
     m = run.manifest
@@ -191,7 +191,7 @@ rows are shown than the statement returned, the full count is given.</p>"""
 
 
 def _page(title: str, body: str) -> str:
-    from .report import esc
+    from ..reporting.report import esc
 
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(title)}</title>"
             f"<style>{_CSS}</style></head><body>{body}</body></html>")
@@ -201,7 +201,7 @@ def render_segment_page(entry: Mapping[str, Any], *, prev_page: str | None = Non
                         next_page: str | None = None) -> str:
     """One segment's labelling page from its audit entry: question, context, steps (SQL, rows with the
     full count), answer. Nothing the judge produced is read: no verdict, score, band or explanation."""
-    from .report import esc, render_steps
+    from ..reporting.report import esc, render_steps
 
     sid = str(entry["segment_id"])
     nav = ["<a href='../index.html'>index</a>"]
@@ -232,8 +232,8 @@ def write_labelling_pack(sample: LabellingSample, run: Any, out_dir: str | Path)
     """Write the labelling pack of ``sample`` into ``out_dir`` (created; refused when it already holds a
     sheet, so a pack being filled is never overwritten). ``run`` (a Run or run folder) supplies the
     evidence from its audit, streamed. Returns ``out_dir``."""
-    from .report import esc
-    from .runs import Run, atomic_write_text, load_run, write_json
+    from ..reporting.report import esc
+    from ..runs import Run, atomic_write_text, load_run, write_json
 
     out = Path(out_dir)
     if (out / SHEET_FILE).exists() or (out / DESIGN_FILE).exists():
@@ -400,7 +400,7 @@ def import_labels(sheet: str | Path | Sequence[str | Path],
 
 def write_labels(labels: pd.DataFrame, path: str | Path) -> Path:
     """Write validated labels as CSV (same columns as a sheet plus ``source``), atomically."""
-    from .runs import atomic_write_text
+    from ..runs import atomic_write_text
 
     return atomic_write_text(path, labels[[*HUMAN_LABEL_COLUMNS, "source"]].to_csv(index=False))
 

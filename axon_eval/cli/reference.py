@@ -45,7 +45,7 @@ def _cmd_grade_reference(args: argparse.Namespace) -> int:
         NoValidTurnsError,
         exit_code,
     )
-    from .run import grade_reference
+    from ..reference.run import grade_reference
 
     labels = None if args.no_labels else (args.labels or DATA / "labels.csv")
     try:

@@ -32,29 +32,17 @@ from __future__ import annotations
 import ast
 import os
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from .runs import (
-    RUNS_DIR_ENV,
-    RunManifest,
-    atomic_write_text,
-    exit_code,
-    file_sha256,
-    iso,
-    new_run_dir,
-    package_versions,
-    redact_secrets,
-    to_jsonable,
-    utc_now,
-    write_json,
-)
-from .runs.evaluate import record_git
-from .runs.provenance import find_repo_root, redact_text, relative_to_root
+from .evaluate import record_git
+from .io import RUNS_DIR_ENV, atomic_write_text, file_sha256, iso, new_run_dir, to_jsonable, utc_now, write_json
+from .manifest import RunManifest, exit_code
+from .provenance import find_repo_root, package_versions, redact_secrets, redact_text, relative_to_root
 
 #: Parameters the runner sets itself (a caller may not pass them).
 RUNNER_PARAMETERS = ("run_dir",)
@@ -267,27 +255,34 @@ def _under(root: Path, value: str) -> Path:
     return p if p.is_absolute() else root / p
 
 
-def _check_judge(spec: str, reference: bool) -> None:
-    """Build the judge a spec names (API judges open no connection when built), so an unknown spec is a
-    usage error before the kernel starts; a missing API key raises ``MissingApiKey`` here too."""
-    if reference:
-        from .reference.run import make_judge
+#: ``check_judge(spec, reference)`` raises when ``spec`` names no judge; ``reference`` is True in a notebook
+#: that grades reference answers (:data:`REFERENCE_MARKER`), whose specs are reference judges.
+JudgeCheck = Callable[[str, bool], None]
 
-        make_judge(spec)
+
+def check_evaluation_judge(spec: str, reference: bool) -> None:
+    """The default :data:`JudgeCheck`: build the evaluation judge a spec names (API judges open no connection
+    when built), so an unknown spec is a usage error before the kernel starts; a missing API key raises
+    ``MissingApiKey`` here too. Reference judges live above the run layer, so a reference notebook's spec
+    is checked only by a caller that passes one (the CLI passes :func:`axon_eval.cli.runs.check_judge`);
+    here it is left to the notebook, which raises the same error inside the kernel."""
+    if reference:
         return
-    from .judges import build_judge
+    from ..judges import build_judge
 
     build_judge(spec)  # SDK clients are made on first use, so this one opened nothing to close
 
 
-def check_inputs(notebook: str | Path, effective: Mapping[str, Any], root: Path) -> None:
+def check_inputs(notebook: str | Path, effective: Mapping[str, Any], root: Path,
+                 check_judge: JudgeCheck | None = None) -> None:
     """Check what the parameters name, relative to the repository root ``root`` (the kernel's working
     directory): ``*_file`` and :data:`FILE_PARAMETERS` must be files; ``*_run`` run folders (holding
     ``manifest.json``); evidence (:data:`EVIDENCE_PARAMETERS`) must hold a valid turn and recorded
-    responses a line; ``judge``/``*_judge`` must be judge specs; ``rubric``/``*_rubric`` must resolve.
+    responses a line; ``judge``/``*_judge`` must be judge specs (``check_judge``, default
+    :func:`check_evaluation_judge`); ``rubric``/``*_rubric`` must resolve.
     ``None`` means "none" and is not checked."""
-    from .evidence import InvalidTurn, describe_invalid_lines, invalid_lines, iter_turns
-    from .runs import NoValidTurnsError
+    from ..evidence import InvalidTurn, describe_invalid_lines, invalid_lines, iter_turns
+    from .manifest import NoValidTurnsError
 
     reference = REFERENCE_MARKER in effective
     for name, value in effective.items():
@@ -313,16 +308,17 @@ def check_inputs(notebook: str | Path, effective: Mapping[str, Any], root: Path)
             if not (folder / "manifest.json").is_file():
                 raise FileNotFoundError(f"parameter {name}: {value} is not a run folder (no manifest.json in {folder})")
         elif name == "judge" or name.endswith("_judge"):
-            _check_judge(value, reference)
+            (check_judge or check_evaluation_judge)(value, reference)
         elif name == "rubric" or name.endswith("_rubric"):
-            from .rubric import Rubric
+            from ..rubric import Rubric
 
             candidate = _under(root, value)
             Rubric.resolve(candidate if (value.endswith((".yaml", ".yml")) or candidate.exists()) else value)
 
 
 def validate_parameters(notebook: str | Path, given: Mapping[str, Any], *, root: str | Path | None = None,
-                        defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                        defaults: Mapping[str, Any] | None = None,
+                        check_judge: JudgeCheck | None = None) -> dict[str, Any]:
     """Everything :func:`run_notebook` checks before it writes anything (module docstring, step 1):
     names, kinds, then inputs. Returns ``given`` with its values coerced (:func:`check_parameter_types`)."""
     nb = Path(notebook)
@@ -330,7 +326,7 @@ def validate_parameters(notebook: str | Path, given: Mapping[str, Any], *, root:
     check_parameters(nb, given, defaults)
     coerced = check_parameter_types(nb, given, defaults)
     base = Path(root).resolve() if root is not None else find_repo_root(nb.resolve())
-    check_inputs(nb, {**defaults, **coerced}, base)
+    check_inputs(nb, {**defaults, **coerced}, base, check_judge)
     return coerced
 
 
@@ -401,6 +397,7 @@ def run_notebook(
     export_html: bool = True,
     progress: bool = False,
     start_timeout: int = 120,
+    check_judge: JudgeCheck | None = None,
 ) -> NotebookRun:
     """Execute ``notebook`` into a new run folder; see the module docstring.
 
@@ -408,7 +405,8 @@ def run_notebook(
     of the run folder (default ``$AXON_EVAL_RUNS_DIR`` or ``<repo root>/runs``); ``cwd`` the kernel's
     working directory (default: the repository root found above the notebook). ``name`` defaults to the
     ``run_name`` parameter, else the notebook's file stem; the judge slug comes from the ``judge``
-    parameter when the notebook has one.
+    parameter when the notebook has one. ``check_judge`` checks judge specs before anything is written
+    (default :func:`check_evaluation_judge`).
 
     Returns a :class:`NotebookRun`; a failed execution returns ``status="failed"`` (the partial notebook
     and the manifest marked failed are kept). Raises before creating anything what
@@ -423,7 +421,7 @@ def run_notebook(
     defaults = notebook_parameters(nb_src)
     root = Path(cwd).resolve() if cwd is not None else find_repo_root(nb_src)
     given = validate_parameters(nb_src, {**load_params_files(params_files), **dict(parameters or {})},
-                                root=root, defaults=defaults)
+                                root=root, defaults=defaults, check_judge=check_judge)
     effective = {**defaults, **given}
 
     if out_dir is not None:

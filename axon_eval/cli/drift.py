@@ -22,7 +22,7 @@ from pathlib import Path
 
 
 def _cmd_anchor(args: argparse.Namespace) -> int:
-    from .anchors import ANCHOR_FILE, AnchorError, mark_anchor
+    from ..calibration.anchors import ANCHOR_FILE, AnchorError, mark_anchor
 
     try:
         anchor = mark_anchor(args.run, args.note)
@@ -37,7 +37,7 @@ def _cmd_anchor(args: argparse.Namespace) -> int:
 
 
 def _cmd_drift(args: argparse.Namespace) -> int:
-    from .anchors import (
+    from ..calibration.anchors import (
         AnchorChangedError,
         AnchorError,
         drift_between,
@@ -45,16 +45,16 @@ def _cmd_drift(args: argparse.Namespace) -> int:
         verify_anchor,
         write_drift_run,
     )
-    from .judges.base import MissingApiKey
-    from .runs import InputChangedError
-    from .stats.drift import load_thresholds, packaged_thresholds_path
+    from ..judges.base import MissingApiKey
+    from ..runs import InputChangedError
+    from ..stats.drift import load_thresholds, packaged_thresholds_path
 
     usage = (AnchorError, AnchorChangedError, InputChangedError, MissingApiKey, ValueError, FileNotFoundError,
              TypeError, KeyError)
     try:
         thresholds = load_thresholds(args.thresholds or packaged_thresholds_path())
         verify_anchor(args.anchor_run)
-        from .judges.registry import build_judge
+        from ..judges.registry import build_judge
 
         judge = build_judge(args.judge)
     except usage as exc:
@@ -85,7 +85,7 @@ def _cmd_drift(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``anchor`` and ``drift`` to the ``python -m axon_eval`` sub-command parser."""
-    from .runs_cli import _non_negative_float, _positive_int
+    from .runs import _non_negative_float, _positive_int
 
     p = sub.add_parser("anchor", help="freeze a complete run as a judge-drift anchor (writes anchor.json)",
                        description="Mark RUN as an anchor: anchor.json records the SHA-256 of its evidence file, "

@@ -1,21 +1,17 @@
-"""Command line: ``python -m axon_eval <verb> ...``.
+"""Evidence verbs of ``python -m axon_eval``: ``schema`` (print the evidence JSON Schema) and ``validate``.
 
-Verbs defined here: ``schema`` (print the evidence JSON Schema) and ``validate`` (report on an evidence
-file: exit 0, 5 when it holds no valid turn, 6 with ``--strict`` when any line is invalid, 2 when it
-cannot be read). Run-related verbs are registered by :mod:`axon_eval.runs_cli`, which documents the exit
-codes. Output piped into a program that stops reading early (``| head``) ends quietly.
+``validate`` reports on an evidence file: exit 0, 5 when it holds no valid turn, 6 with ``--strict`` when any
+line is invalid, 2 when it cannot be read.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections import Counter
-from collections.abc import Callable, Sequence
 
-from .evidence import (
+from ..evidence import (
     EvidenceFileError,
     describe_invalid_lines,
     invalid_lines,
@@ -24,8 +20,6 @@ from .evidence import (
     trajectory_facts,
     turn_json_schema,
 )
-
-Handler = Callable[[argparse.Namespace], int]
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
@@ -77,12 +71,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     return 6 if (invalid and args.strict) else 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m axon_eval",
-        description="axon_eval: evaluate captured text-to-SQL assistant turns (offline by default).")
-    sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
-
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``schema`` and ``validate`` to the CLI's subparsers."""
     p = sub.add_parser("schema", help="print the JSON Schema of one evidence line")
     p.set_defaults(handler=_cmd_schema)
 
@@ -91,36 +81,3 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable report")
     p.add_argument("--strict", action="store_true", help="exit 6 when any line is invalid")
     p.set_defaults(handler=_cmd_validate)
-
-    from . import runs_cli  # run verbs live beside the run machinery
-
-    runs_cli.register(sub)
-    __import__("axon_eval.drift_cli", fromlist=["register"]).register(sub)  # anchor, drift (judge change control)
-    from . import labelling_cli; labelling_cli.register(sub)  # sample-for-labelling, import-labels
-    __import__("axon_eval.importers.cli", fromlist=["register"]).register(sub)  # import-traces, export-otlp
-    __import__("axon_eval.reference.cli", fromlist=["register"]).register(sub)  # grade-reference
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        if argv[:1] == ["fake-judge-server"]:
-            # its options belong to the server's own parser (argparse cannot pass "--port" through a
-            # subcommand)
-            from .judges import fake_server
-
-            return int(fake_server.main(argv[1:]) or 0)
-        args = build_parser().parse_args(argv)
-        handler: Handler = args.handler
-        return handler(args)
-    except BrokenPipeError:
-        # the reader went away (``| head``): stop quietly; point stdout at devnull so the interpreter's
-        # final flush does not raise again
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

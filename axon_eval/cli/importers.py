@@ -16,7 +16,7 @@ EXIT_NO_TURNS = 5
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    from . import ImportOptions, import_traces, write_import
+    from ..importers import ImportOptions, import_traces, write_import
 
     try:
         options = ImportOptions.make(
@@ -40,7 +40,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
 
 def _cmd_export(args: argparse.Namespace) -> int:
     from ..evidence import EvidenceFileError, invalid_lines, load_turns
-    from . import write_otlp
+    from ..importers import write_otlp
 
     try:
         turns, invalid = load_turns(args.turns)
@@ -54,7 +54,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from . import FORMATS
+    from ..importers import FORMATS
 
     p = sub.add_parser("import-traces", help="turn an export of traces (OTel, OpenInference, Langfuse, LangSmith) "
                                              "into evidence JSON Lines + an import report")

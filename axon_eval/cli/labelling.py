@@ -26,8 +26,8 @@ EXIT_BAD_ROWS = 6
 
 
 def _cmd_sample(args: argparse.Namespace) -> int:
-    from .labelling import DESIGN_FILE, INDEX_FILE, SHEET_FILE, sample_for_labelling, write_labelling_pack
-    from .runs import load_run
+    from ..calibration.labelling import DESIGN_FILE, INDEX_FILE, SHEET_FILE, sample_for_labelling, write_labelling_pack
+    from ..runs import load_run
 
     try:
         run = load_run(args.run)
@@ -46,8 +46,8 @@ def _cmd_sample(args: argparse.Namespace) -> int:
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    from .labelling import DESIGN_FILE, design_frame, import_labels, known_from_results, write_labels
-    from .runs import load_run
+    from ..calibration.labelling import DESIGN_FILE, design_frame, import_labels, known_from_results, write_labels
+    from ..runs import load_run
 
     sheets = [Path(s) for s in args.sheet]
     try:

@@ -11,7 +11,7 @@ and a note saying why this run is the reference. Before a candidate judge is mea
 
 :func:`measure_drift` does the whole change-control step: verify, re-judge, :func:`compare_runs`
 (matching, mean difference with bootstrap CI, Wilcoxon, band transitions), then
-:func:`axon_eval.stats.drift.judge_drift` (Bland-Altman, per-dimension drift, the adopt / hold decision
+:func:`axon_eval.calibration.drift.judge_drift` (Bland-Altman, per-dimension drift, the adopt / hold decision
 against a thresholds file). :func:`write_drift` writes a drift record into a folder (``drift.json``,
 tables, figures, ``drift.html``); :func:`write_drift_run` makes that folder a fresh dated run folder of
 its own (``<date>_drift_<candidate judge>``, manifest kind ``compare``, name ``drift``, ``source_run`` the
@@ -26,13 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .runs.io import file_sha256, iso, new_run_dir, to_jsonable, utc_now, write_json
-from .runs.manifest import RunCounts, RunManifest
+from ..runs.io import file_sha256, iso, new_run_dir, to_jsonable, utc_now, write_json
+from ..runs.manifest import RunCounts, RunManifest
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .judges.base import Judge
-    from .runs.load import Run
-    from .stats.drift import DriftThresholds, JudgeDrift
+    from ..judges.base import Judge
+    from ..runs.load import Run
+    from ..stats.drift import DriftThresholds, JudgeDrift
 
 ANCHOR_FILE = "anchor.json"
 #: Run kinds whose folder holds judged evidence that can be re-judged.
@@ -97,7 +97,7 @@ def mark_anchor(run_folder: str | Path, note: str) -> Anchor:
     the file still has, and holds ``verdicts.jsonl`` and ``results.parquet``; refused too when the folder
     is already an anchor (an anchor is never re-marked) or the note is empty.
     """
-    from .runs.derive import InputChangedError, recorded_evidence
+    from ..runs.derive import InputChangedError, recorded_evidence
 
     folder = Path(run_folder)
     if not note or not str(note).strip():
@@ -136,7 +136,7 @@ def mark_anchor(run_folder: str | Path, note: str) -> Anchor:
 def verify_anchor(run_folder: str | Path) -> Anchor:
     """Read the anchor and check that its evidence file, ``verdicts.jsonl`` and ``results.parquet`` still
     have the SHA-256 it froze (``AnchorChangedError`` naming the file otherwise)."""
-    from .runs.derive import InputChangedError, recorded_evidence
+    from ..runs.derive import InputChangedError, recorded_evidence
 
     anchor = read_anchor(run_folder)
     folder = Path(run_folder)
@@ -157,14 +157,19 @@ def verify_anchor(run_folder: str | Path) -> Anchor:
 
 
 def rejudge_anchor(anchor_run: str | Path, judge: Judge | str, *, out_dir: str | Path | None = None,
-                   name: str | None = None, progress: bool = False, **options: Any) -> Run:
+                   name: str | None = None, progress: bool = False, figures: bool = True, **options: Any) -> Run:
     """Verify the anchor, then re-judge its evidence with ``judge`` as a new ``rejudge`` run (under the
-    anchor's rubric; ``options`` go to :func:`~axon_eval.runs.rejudge`)."""
-    from .runs import rejudge
+    anchor's rubric; ``options`` go to :func:`~axon_eval.runs.rejudge`); ``figures`` draws the new run's
+    standard figures (:func:`axon_eval.reporting.save_run_figures`)."""
+    from ..reporting import save_run_figures
+    from ..runs import rejudge
 
     anchor = verify_anchor(anchor_run)
-    return rejudge(anchor_run, judge, out_dir=out_dir, name=name or f"drift-candidate-{anchor.run_id[:32]}",
-                   progress=progress, **options)
+    run = rejudge(anchor_run, judge, out_dir=out_dir, name=name or f"drift-candidate-{anchor.run_id[:32]}",
+                  progress=progress, **options)
+    if figures:
+        save_run_figures(run)
+    return run
 
 
 def measure_drift(anchor_run: str | Path, judge: Judge | str, thresholds: str | Path | DriftThresholds, *,
@@ -173,7 +178,7 @@ def measure_drift(anchor_run: str | Path, judge: Judge | str, thresholds: str | 
     """Verify the anchor, re-judge it with ``judge``, compare and decide (module docstring). The
     candidate run lands in ``out_dir`` (default: the anchor's parent). ``thresholds`` is required: a
     file path or a loaded :class:`~axon_eval.stats.drift.DriftThresholds`."""
-    from .stats.drift import DriftThresholds, load_thresholds
+    from ..stats.drift import DriftThresholds, load_thresholds
 
     limits = thresholds if isinstance(thresholds, DriftThresholds) else load_thresholds(thresholds)
     candidate = rejudge_anchor(anchor_run, judge, out_dir=out_dir, progress=progress, **options)
@@ -183,12 +188,13 @@ def measure_drift(anchor_run: str | Path, judge: Judge | str, thresholds: str | 
 def drift_between(anchor_run: str | Path, candidate: str | Path | Run, thresholds: str | Path | DriftThresholds,
                   *, seed: int = 0, n_boot: int = 2000) -> JudgeDrift:
     """The drift record of an existing candidate run against an anchor (no judging): ``compare_runs`` at
-    the thresholds' confidence level, then :func:`~axon_eval.stats.drift.judge_drift`. The candidate
+    the thresholds' confidence level, then :func:`~.drift.judge_drift`. The candidate
     must have judged the anchor's evidence (same SHA-256)."""
-    from .runs import load_run
-    from .runs.compare import compare_runs
-    from .stats.drift import DriftThresholds, judge_drift, load_thresholds
-    from .summaries import is_simulated_judge
+    from ..runs import load_run
+    from ..runs.compare import compare_runs
+    from ..stats.drift import DriftThresholds, load_thresholds
+    from .drift import judge_drift
+    from ..summaries import is_simulated_judge
 
     limits = thresholds if isinstance(thresholds, DriftThresholds) else load_thresholds(thresholds)
     verify_anchor(anchor_run)
@@ -205,20 +211,20 @@ DRIFT_FIGURES = ("bland_altman.png", "delta_histogram.png", "dimension_drift.png
 
 def drift_figures(drift: JudgeDrift, folder: str | Path) -> list[Path]:
     """Save the four drift figures (:data:`DRIFT_FIGURES`) into ``folder``; returns their paths."""
-    from . import plots
+    from .. import reporting
 
     folder = Path(folder)
     subtitle = drift_subtitle(drift)
     figures = (
-        plots.drift_bland_altman(drift.bland_altman, subtitle=subtitle, simulated=drift.simulated),
-        plots.drift_delta_histogram(drift.deltas, subtitle=subtitle, simulated=drift.simulated),
-        plots.drift_dimensions(drift.dimensions, confidence=drift.confidence,
-                               limit=drift.decision.thresholds.limits["max_abs_dimension_delta"],
-                               subtitle=subtitle, simulated=drift.simulated),
-        plots.band_transition_heatmap(drift.transitions, label_a="anchor judge", label_b="candidate judge",
-                                      subtitle=subtitle, simulated=drift.simulated),
+        reporting.drift_bland_altman(drift.bland_altman, subtitle=subtitle, simulated=drift.simulated),
+        reporting.drift_delta_histogram(drift.deltas, subtitle=subtitle, simulated=drift.simulated),
+        reporting.drift_dimensions(drift.dimensions, confidence=drift.confidence,
+                                   limit=drift.decision.thresholds.limits["max_abs_dimension_delta"],
+                                   subtitle=subtitle, simulated=drift.simulated),
+        reporting.band_transition_heatmap(drift.transitions, label_a="anchor judge", label_b="candidate judge",
+                                          subtitle=subtitle, simulated=drift.simulated),
     )
-    return [plots.save_titled_figure(fig, folder / name) for fig, name in zip(figures, DRIFT_FIGURES, strict=True)]
+    return [reporting.save_titled_figure(fig, folder / name) for fig, name in zip(figures, DRIFT_FIGURES, strict=True)]
 
 
 def drift_subtitle(drift: JudgeDrift) -> str:
@@ -231,12 +237,13 @@ def write_drift(drift: JudgeDrift, folder: str | Path, *, figures: bool = True) 
     """Write a drift record into ``folder``: ``drift.json`` (everything but per-segment rows),
     ``deltas.parquet``, ``transitions.csv``, ``dimensions.csv``, ``decision.csv``, ``figures/`` and
     ``drift.html``. Returns the path of ``drift.json``."""
-    from .runs.io import atomic_write_text, write_parquet
-    from .runs.provenance import relative_to_root, repository_root
+    from ..runs.io import atomic_write_text, write_parquet
+    from ..runs.provenance import relative_to_root, repository_root
+    from .drift import drift_json
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    record = drift.to_json()
+    record = drift_json(drift)
     root = repository_root()
     for key in ("anchor_run", "candidate_run"):
         record[key] = relative_to_root(record[key], root)
@@ -253,7 +260,7 @@ def write_drift(drift: JudgeDrift, folder: str | Path, *, figures: bool = True) 
 
 def drift_html(drift: JudgeDrift, figures: list[Path]) -> str:
     """A small self-contained HTML page: the decision table first, then the summary and the figures."""
-    from .plots import embed_png
+    from ..reporting.style import embed_png
 
     esc = html.escape
     sim = ("<p class='sim'><b>SIMULATED candidate judge.</b> The candidate's verdicts are generated noise "
@@ -287,7 +294,7 @@ def write_drift_run(drift: JudgeDrift, out_dir: str | Path, *, name: str = "drif
     """Write ``drift`` into a fresh dated run folder ``<out_dir>/<date>_<name>_<candidate judge>`` with a
     manifest (kind ``compare``, ``source_run`` the anchor, the candidate's judge id, the thresholds file
     among the inputs); returns the folder."""
-    from .runs.provenance import package_versions, relative_to_root, repository_root
+    from ..runs.provenance import package_versions, relative_to_root, repository_root
 
     started = utc_now()
     folder = new_run_dir(Path(out_dir), name, drift.candidate_judge_id, now=started)

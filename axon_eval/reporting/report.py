@@ -49,13 +49,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .display import fmt_interval, fmt_number, fmt_share, is_missing, people_table
-from .rubric import BANDS, CAP_FACTS, DIMENSIONS, Rubric
-from .runs import Run, atomic_write_text
-from .runs.io import read_parquet
-from .runs.load import audit_path
-from .urls import InvalidEndpoint, is_loopback_url, mask_url, sanitize_url
-from .summaries import (
+from ..display import fmt_interval, fmt_number, fmt_share, is_missing, people_table
+from ..rubric import BANDS, CAP_FACTS, DIMENSIONS, Rubric
+from ..runs import Run, atomic_write_text
+from ..runs.io import read_parquet
+from ..runs.load import audit_path
+from ..urls import InvalidEndpoint, is_loopback_url, mask_url, sanitize_url
+from ..summaries import (
     JUDGED,
     MixedResultsError,
     is_simulated_judge,
@@ -715,7 +715,7 @@ def compare_with_labels(segments: pd.DataFrame, labels: pd.DataFrame, *, n_boot:
     run's judged results, or :func:`axon_eval.summaries.segment_table`'s judged rows) with ``labels``
     (:func:`axon_eval.labels.load_labels`). Only segments in both are compared; raises ``ValueError`` when
     none is."""
-    from .stats.agreement import GATE_THRESHOLD, confusion_table, kappa_estimate, label_agreement
+    from ..stats.agreement import GATE_THRESHOLD, confusion_table, kappa_estimate, label_agreement
 
     rows = segments[(segments["status"] == JUDGED) & segments["band"].isin(BANDS)
                     & segments["judge_verdict"].isin(BANDS)]
@@ -746,8 +746,8 @@ def recorded_labels_file(manifest: Any, root: str | Path | None = None) -> tuple
     Relative paths are read from ``root`` (default: the repository root). ``(None, None)`` when the run
     recorded no labels file; ``(None, problem)`` when it is missing or its SHA-256 no longer matches.
     """
-    from .runs.io import file_sha256
-    from .runs.provenance import repository_root
+    from ..runs.io import file_sha256
+    from ..runs.provenance import repository_root
 
     m = manifest_fields(manifest)
     files = {str(k): v for k, v in (m.get("input_files") or {}).items()}
@@ -1000,7 +1000,7 @@ def render_report_parts(manifest: Any, results: pd.DataFrame, invalid: Sequence[
 
 
 def _figure_uris_from_folder(folder: Path) -> list[tuple[str, str]]:
-    from .plots import embed_png
+    from .style import embed_png
 
     if not folder.is_dir():
         return []
@@ -1008,7 +1008,8 @@ def _figure_uris_from_folder(folder: Path) -> list[tuple[str, str]]:
 
 
 def _figure_uris_from_results(results: pd.DataFrame, rubric: Rubric | None) -> list[tuple[str, str]]:
-    from .plots import embed_png, standard_figures
+    from .evaluation import standard_figures
+    from .style import embed_png
 
     if results.empty or not (results["status"] == JUDGED).any():
         return []
@@ -1025,7 +1026,7 @@ def _labels_of(m: Mapping[str, Any], labels: str | Path | pd.DataFrame | None
                ) -> tuple[pd.DataFrame | None, str | None, str | None]:
     """``(labels, source, problem)``: the given labels (a frame or a file), else the labels file the run
     recorded (:func:`recorded_labels_file`); a file that does not read is a problem sentence, not a crash."""
-    from .labels import LabelError, load_labels
+    from ..labels import LabelError, load_labels
 
     if isinstance(labels, pd.DataFrame):
         return labels, "given", None

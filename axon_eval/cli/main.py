@@ -1,0 +1,53 @@
+"""Command line: ``python -m axon_eval <verb> ...``; the parser of every verb group and :func:`main`.
+
+Verb groups, one module each: :mod:`.evidence` (``schema``, ``validate``), :mod:`.runs` (the run verbs; it
+documents the exit codes), :mod:`.drift` (``anchor``, ``drift``), :mod:`.labelling`
+(``sample-for-labelling``, ``import-labels``), :mod:`.importers` (``import-traces``, ``export-otlp``),
+:mod:`.reference` (``grade-reference``). Output piped into a program that stops reading early (``| head``)
+ends quietly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from . import drift, evidence, importers, labelling, reference, runs
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m axon_eval",
+        description="axon_eval: evaluate captured text-to-SQL assistant turns (offline by default).")
+    sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+    evidence.register(sub)  # schema, validate
+    runs.register(sub)  # run, evaluate, rejudge, rescore, report, rerun, compare, index, fake-judge-server
+    drift.register(sub)  # anchor, drift (judge change control)
+    labelling.register(sub)  # sample-for-labelling, import-labels
+    importers.register(sub)  # import-traces, export-otlp
+    reference.register(sub)  # grade-reference
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv[:1] == ["fake-judge-server"]:
+            # its options belong to the server's own parser (argparse cannot pass "--port" through a
+            # subcommand)
+            from ..judges import fake_server
+
+            return int(fake_server.main(argv[1:]) or 0)
+        args = build_parser().parse_args(argv)
+        handler: Handler = args.handler
+        return handler(args)
+    except BrokenPipeError:
+        # the reader went away (``| head``): stop quietly; point stdout at devnull so the interpreter's
+        # final flush does not raise again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
