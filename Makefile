@@ -29,7 +29,8 @@ run: $(STAMP) ## evaluate the bundled sample (or TURNS=file.jsonl) with the offl
 	$(VPY) -m axon_eval run notebooks/01_evaluate.ipynb -f notebooks/params/default.yaml \
 		$(if $(TURNS),-p turns_file $(abspath $(TURNS)) -p labels_file null -p run_name evaluate-own)
 
-test: $(STAMP) ## run the test suite (offline, no API key needed)
+test: $(STAMP) ## check the import layers (lint-imports), then run the test suite (offline, no API key needed)
+	$(VENV)/bin/lint-imports --no-logo
 	$(VPY) -m pytest -q
 
 # Jupyter refuses to start as root without --allow-root (common in containers); LAB_ARGS adds options,

@@ -95,7 +95,7 @@ def _finish(manifest: Any, strict: bool, *, said: tuple[str, ...] = ()) -> int:
 
 
 def _budget_stopped(item: Any) -> bool:
-    from ..runs.evaluate import BUDGET_ERROR
+    from ..runs.writer import BUDGET_ERROR
 
     return str(item.get("error") or "").startswith(BUDGET_ERROR.split("$", 1)[0])
 

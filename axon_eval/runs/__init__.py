@@ -20,7 +20,9 @@ Modules, one job each: :mod:`.io` (atomic files, streams), :mod:`.provenance` (r
 :mod:`.manifest` (schema, statuses, exit codes), :mod:`.rows` (segments as scored rows), :mod:`.load`
 (reading folders back), :mod:`.evaluate` (streaming evaluation), :mod:`.budget` (cost estimate and
 budget), :mod:`.batch` (Message Batches with resume), :mod:`.derive` (rejudge, rescore, rerun),
-:mod:`.compare` (two runs side by side) and :mod:`.catalog` (every run folder as one table: ``index``).
+:mod:`.compare` (two runs side by side), :mod:`.catalog` (every run folder as one table: ``index``),
+:mod:`.writer` (what a run appends as it goes, shared by evaluate, batches and rescore) and :mod:`.notebook`
+(the papermill runner: a notebook into a new run folder).
 
 Resume: judged verdicts go to the SQLite verdict cache (``<out>/.cache/verdicts.sqlite``, or the file
 named by ``AXON_EVAL_CACHE``) as they are made, so starting an interrupted run again with the same
@@ -72,6 +74,7 @@ from .provenance import REDACTED, git_info, package_versions, redact_secrets
 from .rows import RESULT_COLUMNS, empty_results
 from .derive import InputChangedError, rejudge, rerun, rescore
 from .catalog import index
+from .notebook import NotebookRun, run_notebook
 
 __all__ = [
     "CACHE_ENV",
@@ -88,6 +91,7 @@ __all__ = [
     "InputChangedError",
     "MixedResultsError",
     "NoValidTurnsError",
+    "NotebookRun",
     "Run",
     "RunComparison",
     "RunCounts",
@@ -114,6 +118,7 @@ __all__ = [
     "redact_secrets",
     "rejudge",
     "rerun",
+    "run_notebook",
     "rescore",
     "resolve_judge",
     "slugify",

@@ -45,7 +45,7 @@ from .io import atomic_write_text, iso, utc_now, write_json
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..judges.base import JudgeRecord
-    from .evaluate import RunWriter, _Usage
+    from .writer import RunWriter, Usage
     from .manifest import RunManifest
 
 
@@ -215,11 +215,11 @@ def _record(leaf: Any, view: EvidenceView, sample: int, result: Any, batch_id: s
 
 
 def judge_run_in_batch(judge: Any, chunks: Iterable[tuple[list[Any], list[EvidenceView], int]], writer: RunWriter,
-                       rubric: Rubric, *, cache: Any, folder: Path, manifest: RunManifest, usage: _Usage,
+                       rubric: Rubric, *, cache: Any, folder: Path, manifest: RunManifest, usage: Usage,
                        poll_interval: float = 30.0, timeout: float = 25 * 3600.0, bar: Any = None,
                        max_cost_usd: float | None = None) -> None:
     """Judge every chunk through one resumable Message Batch and write them (module docstring)."""
-    from .evaluate import BUDGET_ERROR
+    from .writer import BUDGET_ERROR
 
     leaf, samples = batch_leaf(judge)
     chunk_list = list(chunks)

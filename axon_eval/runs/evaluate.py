@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import pandas as pd
 
 from ..evidence import (
     InvalidTurn,
@@ -43,15 +42,12 @@ from ..rubric import Rubric
 from ..view import EvidenceView, render_view
 from .budget import estimate_cost, estimate_view_cost, format_usd, is_paid, unpriced_models
 from .io import (
-    JsonlAppender,
-    ParquetAppender,
     atomic_write_text,
     default_cache_path,
     default_runs_dir,
     file_sha256,
     iso,
     new_run_dir,
-    read_parquet,
     to_jsonable,
     utc_now,
     write_json,
@@ -60,13 +56,12 @@ from .io import (
 from .load import Run
 from .manifest import NoValidTurnsError, RunCounts, RunManifest, status_for
 from .provenance import repository_root, git_info, package_versions, redact_secrets, relative_to_root
-from .rows import SegmentItem, empty_results, results_frame, score_pair
+from .rows import SegmentItem
+from .writer import BUDGET_ERROR, RunWriter, Usage
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..judges.base import Judge, JudgeRecord
     from ..judges.cache import VerdictCache
-
-BUDGET_ERROR = "not judged: the max_cost_usd budget of ${budget:.4f} would be exceeded (reported so far ${spent:.4f})"
 
 
 # -- judges and caches -------------------------------------------------------------------------------
@@ -133,32 +128,6 @@ def _cache_counts(cache: Any) -> tuple[int, int] | None:
     return int(getattr(stats, "hits", 0)), int(getattr(stats, "misses", 0))
 
 
-class _Usage:
-    """Running totals of tokens and cost of the calls made in this run (cached records cost nothing)."""
-
-    FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "cost_usd")
-
-    def __init__(self) -> None:
-        self.totals: dict[str, Any] = {f: None for f in self.FIELDS}
-        self.cached = 0
-        self.records = 0
-
-    def add(self, records: Iterable[JudgeRecord]) -> None:
-        for r in records:
-            self.records += 1
-            if r.cached:
-                self.cached += 1
-                continue
-            for f in self.FIELDS:
-                v = getattr(r, f)
-                if v is not None:
-                    self.totals[f] = (self.totals[f] or 0) + v
-
-    @property
-    def spent(self) -> float:
-        return float(self.totals["cost_usd"] or 0.0)
-
-
 # -- the input stream ----------------------------------------------------------------------------------
 def _invalid_dict(i: InvalidTurn | Mapping[str, Any]) -> dict[str, Any]:
     return i.to_dict() if isinstance(i, InvalidTurn) else dict(i)
@@ -213,78 +182,6 @@ def _rubric_sampler(rubric: Rubric) -> str | None:
 
 
 # -- writing -------------------------------------------------------------------------------------------
-class RunWriter:
-    """The growing files of a run folder (verdicts, audit, results) and its running counts."""
-
-    def __init__(self, folder: Path, *, compress_audit: bool = False) -> None:
-        self.folder = folder
-        self.verdicts = JsonlAppender(folder / "verdicts.jsonl")
-        self.audit = JsonlAppender(folder / ("audit.jsonl.gz" if compress_audit else "audit.jsonl"),
-                                   compress=compress_audit)
-        self.results = ParquetAppender(folder / "results.parquet")
-        self.members = ParquetAppender(folder / "members.parquet")  # ensembles: one row per member
-        self.counts = RunCounts()
-
-    def add(self, items: Sequence[SegmentItem], records: Sequence[JudgeRecord], rubric: Rubric,
-            n_turns: int) -> pd.DataFrame:
-        """Score and write the records of one chunk: ``records`` are view-major, ``samples`` per item."""
-        samples = (len(records) // len(items)) if items else 1
-        if items and samples * len(items) != len(records):
-            raise RuntimeError(f"judge returned {len(records)} records for {len(items)} views")
-        aligned = [items[i // samples] for i in range(len(records))]
-        for i, (item, record) in enumerate(zip(aligned, records, strict=True)):
-            if record.segment_id != item.segment_id:
-                raise RuntimeError(f"judge returned records out of order: record {i} is for "
-                                   f"{record.segment_id!r}, expected {item.segment_id!r}")
-        return self.add_scored(aligned, records, rubric, n_turns)
-
-    def add_scored(self, items: Sequence[SegmentItem], records: Sequence[JudgeRecord], rubric: Rubric,
-                   n_turns: int) -> pd.DataFrame:
-        """Score and write ``records``, ``items[i]`` being the segment of ``records[i]``."""
-        rows, audit = [], []
-        for item, record in zip(items, records, strict=True):
-            row, entry = score_pair(item, record, rubric)
-            rows.append(row)
-            audit.append(entry)
-        frame = results_frame(rows)
-        self.verdicts.write(r.model_dump_json() for r in records)
-        self.audit.write(audit)
-        if len(frame):
-            self.results.write(frame)  # not kept: the table is read back once, after the last chunk
-        ensemble = [r for r in records if isinstance(r.extra, dict) and isinstance(r.extra.get("members"), list)]
-        if ensemble:
-            from ..stats.noise import members_frame
-
-            self.members.write(members_frame(ensemble))
-        self._count(frame, n_turns)
-        return frame
-
-    def _count(self, frame: pd.DataFrame, n_turns: int) -> None:
-        c = self.counts
-        c.turns += n_turns
-        if len(frame):
-            judged_by_segment = (frame["status"] == "judged").groupby(frame["segment_id"], sort=False).all()
-            c.segments += len(judged_by_segment)
-            c.judged += int(judged_by_segment.sum())
-            c.unjudged = c.segments - c.judged
-            c.samples += len(frame)
-            c.unjudged_samples += int((frame["status"] != "judged").sum())
-
-    def results_frame(self) -> pd.DataFrame:
-        """The committed ``results.parquet`` (one copy in memory, read after the last chunk)."""
-        path = self.folder / "results.parquet"
-        return read_parquet(path) if path.exists() else empty_results()
-
-    def commit(self) -> None:
-        self.verdicts.commit()
-        self.audit.commit()
-        self.results.commit(empty=empty_results())
-        if self.members.count:
-            self.members.commit()
-
-    def abort(self) -> None:
-        for appender in (self.verdicts, self.audit, self.results, self.members):
-            appender.abort(keep=True)
 
 
 def _rubric_record(rubric: Rubric) -> dict[str, Any]:
@@ -346,7 +243,7 @@ def record_git(folder: Path, manifest: RunManifest, root: Path | None) -> None:
 
 
 def _judge_chunk(judge: Judge, views: Sequence[EvidenceView], items: Sequence[SegmentItem], *,
-                 cache: Any, concurrency: int, usage: _Usage, max_cost_usd: float | None) -> list[JudgeRecord]:
+                 cache: Any, concurrency: int, usage: Usage, max_cost_usd: float | None) -> list[JudgeRecord]:
     """Judge one chunk through the cache, keeping within the budget (see the module docstring)."""
     if max_cost_usd is None:
         return judge.judge_many(views, concurrency=concurrency, cache=cache, progress=False)
@@ -538,7 +435,7 @@ def evaluate(
                   file=sys.stderr)
             manifest.write(folder)
         writer = RunWriter(folder, compress_audit=compress_audit)
-        usage = _Usage()
+        usage = Usage()
         with open_cache(cache, out) as cache_obj:
             cache_file = getattr(cache_obj, "path", None) if cache_obj is not None else None
             manifest.cache_path = rel(cache_file) if cache_file is not None else None
