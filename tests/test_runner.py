@@ -28,7 +28,7 @@ from axon_eval.runs.notebook import (
     run_notebook,
 )
 from axon_eval.runs import file_sha256, load_run
-from notebook_checks import assert_thin_notebook
+from tests.notebook_checks import assert_thin_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "01_evaluate.ipynb"

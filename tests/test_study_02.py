@@ -27,7 +27,7 @@ from axon_eval.judges.base import Judge, JudgeRecord, Verdict
 from axon_eval.judges.wrappers import NoiseJudge
 from axon_eval.rubric import DIMENSIONS, Rubric
 from axon_eval.runs.notebook import check_parameters, load_params_files, notebook_parameters, run_notebook
-from notebook_checks import assert_thin_notebook, run_smoke
+from tests.notebook_checks import assert_thin_notebook, run_smoke
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "02_weight_sensitivity.ipynb"

@@ -32,7 +32,7 @@ from axon_eval.stats.noise import (
     noise_study_judge,
     samples_from_results,
 )
-from notebook_checks import assert_thin_notebook, run_smoke
+from tests.notebook_checks import assert_thin_notebook, run_smoke
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "03_judge_noise.ipynb"

@@ -18,7 +18,7 @@ from axon_eval import reporting as plots
 from axon_eval.runs.notebook import check_parameters, load_params_files, notebook_parameters
 from axon_eval.runs import file_sha256
 from axon_eval.stats.horizon import BY_HORIZON_KEYS, STUDY_NAME
-from notebook_checks import assert_thin_notebook, run_smoke
+from tests.notebook_checks import assert_thin_notebook, run_smoke
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "04_row_horizon.ipynb"

@@ -14,7 +14,7 @@ import pytest
 
 from axon_eval import runs
 from axon_eval.runs.notebook import check_parameters, load_params_files, notebook_parameters
-from notebook_checks import assert_thin_notebook, run_smoke
+from tests.notebook_checks import assert_thin_notebook, run_smoke
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "05_calibration.ipynb"

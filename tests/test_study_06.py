@@ -21,7 +21,7 @@ from axon_eval import runs
 from axon_eval.calibration import anchors
 from axon_eval.runs.notebook import check_parameters, load_params_files, notebook_parameters, run_notebook
 from axon_eval.stats.drift import THRESHOLDS
-from notebook_checks import assert_thin_notebook
+from tests.notebook_checks import assert_thin_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "06_judge_drift.ipynb"

@@ -25,7 +25,7 @@ from axon_eval import runs
 from axon_eval.rubric import DIMENSIONS, Rubric
 from axon_eval.runs.notebook import check_parameters, load_params_files, notebook_parameters
 from axon_eval.stats.recalibration import DO_NOT_ADOPT
-from notebook_checks import assert_thin_notebook, run_smoke
+from tests.notebook_checks import assert_thin_notebook, run_smoke
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "07_weight_recalibration.ipynb"

@@ -11,7 +11,7 @@ import pytest
 
 from axon_eval import runs
 from axon_eval.runs.notebook import check_parameters, load_params_files, notebook_parameters, run_notebook
-from notebook_checks import assert_thin_notebook
+from tests.notebook_checks import assert_thin_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "08_reference_grading.ipynb"
