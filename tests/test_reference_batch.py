@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_reference import _heuristic_reply
+from tests.test_reference import _heuristic_reply
 
 from axon_eval.cli import main
 from axon_eval.fixtures.shop import shop_database

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from test_reference import _heuristic_reply
+from tests.test_reference import _heuristic_reply
 
 from axon_eval.cli import main
 from axon_eval.fixtures.shop import shop_database

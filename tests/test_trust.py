@@ -39,7 +39,7 @@ from axon_eval.runs.manifest import RunManifest
 from axon_eval.runs.provenance import redact_secrets, redact_text
 from axon_eval.scoring import score_frame
 
-from test_runs import ScriptedJudge, sample_lines, turn_line, write_lines
+from tests.test_runs import ScriptedJudge, sample_lines, turn_line, write_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -267,7 +267,7 @@ def test_small_chunks_give_the_same_run_as_one_chunk(tmp_path, evidence):
 
 
 def test_a_failed_run_keeps_what_it_had(tmp_path, evidence):
-    from test_runs import CrashingJudge, SimulatedCrash
+    from tests.test_runs import CrashingJudge, SimulatedCrash
 
     with pytest.raises(SimulatedCrash):
         _evaluate(evidence, CrashingJudge(crash_after=5), tmp_path / "runs", chunk_size=3, cache=False,

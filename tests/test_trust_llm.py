@@ -23,7 +23,7 @@ from axon_eval.runs.notebook import run_notebook
 from axon_eval.runs import EXIT_OK, EXIT_PARTIAL, evaluate, load_run
 from axon_eval.runs.manifest import RunManifest
 
-from test_runs import sample_lines, write_lines
+from tests.test_runs import sample_lines, write_lines
 
 CANARY_ANTHROPIC = "sk-ant-canary-5f0c1d2e3b4a59687766554433221100"
 CANARY_OPENAI = "sk-openai-canary-99887766554433221100ffeeddccbbaa"
