@@ -410,7 +410,10 @@ def _non_negative_float(text: str) -> float:
 
 
 def _add_judging_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--concurrency", type=_positive_int, default=8, help="judgements in flight (default 8)")
+    from ..runs.options import DEFAULTS  # the one source of an evaluation's defaults
+
+    p.add_argument("--concurrency", type=_positive_int, default=DEFAULTS.concurrency,
+                   help=f"judgements in flight (default {DEFAULTS.concurrency})")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the verdict cache")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--batch", action="store_true",
@@ -422,6 +425,8 @@ def _add_judging_options(p: argparse.ArgumentParser) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the run verbs to the ``python -m axon_eval`` sub-command parser."""
+    from ..runs.options import DEFAULTS  # the one source of an evaluation's defaults
+
     p = sub.add_parser("run", help="execute a notebook into a new dated run folder (+ HTML)",
                        description="Execute NOTEBOOK with papermill into runs/<date>T<time>Z_<name>_<judge>/, "
                        "export it to HTML (code hidden) and print the folder and the HTML path.")
@@ -443,13 +448,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rubric", default=None, help="rubric YAML file or packaged name (default axon-v1)")
     p.add_argument("--out", default=None, help="parent folder of the run (default $AXON_EVAL_RUNS_DIR or runs/)")
     p.add_argument("--limit", type=_non_negative_int, default=None, help="judge only the first N valid turns")
-    p.add_argument("--name", default="evaluate", help="run name (part of the folder name)")
+    p.add_argument("--name", default=DEFAULTS.name, help="run name (part of the folder name)")
     p.add_argument("--row-horizon", type=_positive_int, default=None, help="override the rubric's row horizon")
-    p.add_argument("--seed", type=int, default=0, help="seed recorded in the manifest")
+    p.add_argument("--seed", type=int, default=DEFAULTS.seed, help="seed recorded in the manifest")
     p.add_argument("--input-file", action="append", metavar="FILE",
                    help="another input whose SHA-256 the manifest records (labels, ...; repeatable)")
-    p.add_argument("--chunk-size", type=_positive_int, default=512,
-                   help="segments read, judged and written per step (memory grows with it; default 512)")
+    p.add_argument("--chunk-size", type=_positive_int, default=DEFAULTS.chunk_size,
+                   help=f"segments read, judged and written per step (memory grows with it; default {DEFAULTS.chunk_size})")
     p.add_argument("--compress-audit", action="store_true", help="write audit.jsonl.gz instead of audit.jsonl")
     _add_judging_options(p)
     p.set_defaults(handler=_cmd_evaluate)

@@ -21,6 +21,7 @@ from .evaluate import evaluate, fail_run, record_git
 from .io import CACHE_ENV, file_sha256, iso, new_run_dir, to_jsonable, utc_now, write_json, write_jsonl
 from .load import Run, audit_path, iter_verdicts, load_run
 from .manifest import RunCounts, RunManifest, status_for
+from .options import DEFAULTS
 from .provenance import package_versions, redact_secrets, relative_to_root, repository_root, resolve_recorded
 from .rows import SegmentItem
 from .writer import RunWriter
@@ -61,10 +62,10 @@ def rejudge(
     out_dir: str | Path | None = None,
     name: str | None = None,
     cache: VerdictCache | str | Path | bool | None = None,
-    concurrency: int = 8,
-    progress: bool = True,
-    batch: bool = False,
-    max_cost_usd: float | None = None,
+    concurrency: int = DEFAULTS.concurrency,
+    progress: bool = DEFAULTS.progress,
+    batch: bool = DEFAULTS.batch,
+    max_cost_usd: float | None = DEFAULTS.max_cost_usd,
 ) -> Run:
     """Judge the same captured evidence as ``run_folder`` again with another ``judge``: a new run.
 

@@ -25,9 +25,8 @@ import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 
 from ..evidence import (
     InvalidTurn,
@@ -57,6 +56,7 @@ from .load import Run
 from .manifest import NoValidTurnsError, RunCounts, RunManifest, status_for
 from .provenance import repository_root, git_info, package_versions, redact_secrets, relative_to_root
 from .rows import SegmentItem
+from .options import EvaluationOptions
 from .writer import BUDGET_ERROR, RunWriter, Usage
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -269,31 +269,19 @@ def _judge_chunk(judge: Judge, views: Sequence[EvidenceView], items: Sequence[Se
 
 def evaluate(
     turns: Sequence[Turn] | str | Path,
-    judge: Judge | str,
+    judge: Judge | str | EvaluationOptions | None = None,
     rubric: Rubric | str | Path | None = None,
     *,
     invalid: Iterable[InvalidTurn | Mapping[str, Any]] = (),
-    out_dir: str | Path | None = None,
-    name: str = "evaluate",
-    params: Mapping[str, Any] | None = None,
-    input_files: Iterable[str | Path] = (),
-    cache: VerdictCache | str | Path | bool | None = None,
-    concurrency: int = 8,
-    limit: int | None = None,
-    seed: int = 0,
-    progress: bool = True,
-    row_horizon: int | None = None,
-    run_dir: str | Path | None = None,
-    chunk_size: int = 512,
-    kind: Literal["evaluate", "rejudge"] = "evaluate",
-    source_run: str | None = None,
-    batch: bool = False,
-    batch_poll_s: float = 30.0,
-    batch_timeout_s: float = 25 * 3600.0,
-    max_cost_usd: float | None = None,
-    compress_audit: bool = False,
+    options: EvaluationOptions | None = None,
+    **values: Any,
 ) -> Run:
     """Judge and score every segment of ``turns`` and write a run folder; returns the :class:`Run`.
+
+    ``evaluate(turns, options)`` takes an :class:`~.options.EvaluationOptions`; ``judge``, ``rubric`` and
+    keyword arguments (any option's name) build one, laid over ``options`` when both are given -- one
+    record, validated once, with one set of defaults. An unknown option is a ``TypeError`` naming it; a
+    bad value a ``ValueError`` naming the option.
 
     Parameters
     ----------
@@ -329,17 +317,21 @@ def evaluate(
     ``NaN`` scores. Any exception after the folder exists marks the manifest ``failed`` and is re-raised.
     """
     started = utc_now()
+    if isinstance(judge, EvaluationOptions):
+        options, judge = judge, None
+    given = {**({"judge": judge} if judge is not None else {}), **({"rubric": rubric} if rubric is not None else {}),
+             **values}
+    opts = EvaluationOptions.build(options, **given)
+    if opts.judge is None:
+        raise TypeError("evaluate needs a judge (a Judge or a spec string such as 'heuristic')")
+    judge, rubric, out_dir, name, params = opts.judge, opts.rubric, opts.out_dir, opts.name, opts.params
+    input_files, cache, concurrency, limit, seed = opts.input_files, opts.cache, opts.concurrency, opts.limit, opts.seed
+    progress, row_horizon, run_dir, chunk_size, kind = opts.progress, opts.row_horizon, opts.run_dir, opts.chunk_size, opts.kind
+    source_run, batch, batch_poll_s, batch_timeout_s = opts.source_run, opts.batch, opts.batch_poll_s, opts.batch_timeout_s
+    max_cost_usd, compress_audit = opts.max_cost_usd, opts.compress_audit
     rubric = Rubric.resolve(rubric)
     if row_horizon is not None:
         rubric = rubric.replace(row_horizon=int(row_horizon))
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int | np.integer) or limit < 0):
-        raise ValueError(f"limit must be a non-negative integer or None, got {limit!r}")
-    if concurrency < 1:
-        raise ValueError(f"concurrency must be >= 1, got {concurrency!r}")
-    if chunk_size < 1:
-        raise ValueError(f"chunk_size must be >= 1, got {chunk_size!r}")
-    if max_cost_usd is not None and not (isinstance(max_cost_usd, int | float) and max_cost_usd >= 0):
-        raise ValueError(f"max_cost_usd must be a non-negative number or None, got {max_cost_usd!r}")
     judge = resolve_judge(judge, rubric)
     if max_cost_usd is not None and unpriced_models(judge):
         raise ValueError(f"max_cost_usd cannot be kept: the price table (judges/prices.yaml) has no price for "
