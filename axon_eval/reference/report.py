@@ -1,5 +1,5 @@
 """``report.html`` of a reference run: one self-contained page built with the audit report's helpers
-(:mod:`axon_eval.report`: styles, escaping, tables, provenance banners).
+(:mod:`axon_eval.reporting.report`: styles, escaping, tables, provenance banners).
 
 Sections: banners (local server, failed run, dirty tree); provenance (judge, endpoint, inputs and their
 hashes, git, counts, cache, tokens, cost, estimated cost, budget); with labels, the agreement counts

@@ -75,10 +75,12 @@ from .rows import RESULT_COLUMNS, empty_results
 from .derive import InputChangedError, rejudge, rerun, rescore
 from .catalog import index
 from .notebook import NotebookRun, run_notebook
+from .options import EvaluationOptions
 
 __all__ = [
     "CACHE_ENV",
     "EXIT_ERROR",
+    "EvaluationOptions",
     "EXIT_INVALID_LINES",
     "EXIT_NONE_JUDGED",
     "EXIT_NO_VALID_TURNS",

@@ -205,7 +205,7 @@ def read_existing_manifest(folder: Path) -> tuple[RunManifest | None, str | None
 def _prepare_dir(run_dir: str | Path | None, out_dir: Path, name: str, judge: str | None,
                  started: datetime) -> tuple[Path, dict[str, Any] | None, bool, str | None]:
     """The run folder to write (fresh, or a given one that holds no results yet), any notebook info
-    already in its manifest (written there by :mod:`axon_eval.runner`), whether params.json exists, and
+    already in its manifest (written there by :mod:`axon_eval.runs.notebook`), whether params.json exists, and
     a warning when that manifest could not be read (:func:`read_existing_manifest`)."""
     if run_dir is None:
         return new_run_dir(out_dir, name, judge, now=started), None, False, None
