@@ -102,8 +102,7 @@ def test_validate_and_evaluate_count_bad_lines_not_problems(tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)
     assert (report["invalid_lines"], report["invalid_problems"], len(report["invalid"])) == (2, 4, 4)
 
-    assert main(["evaluate", "--turns", str(path), "--judge", "heuristic", "--out", str(tmp_path / "runs"),
-                 "--quiet"]) == 0
+    assert main(["evaluate", "--turns", str(path), "--judge", "heuristic", "--out", str(tmp_path / "runs")]) == 0  # not --quiet: quiet lists no items
     out = capsys.readouterr().out
     assert "invalid input lines: 2 (4 problems)" in out
     assert "2 invalid input line(s)" in out
