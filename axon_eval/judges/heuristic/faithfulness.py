@@ -47,6 +47,7 @@ from .claims import (
 )
 
 from .common import CheckResult, _clamp
+from .failure_classes import row_position_check, unit_check
 from .evidence_index import Evidence
 from .lexicon import HEDGE, ORDINAL_WORDS
 from .question import QuestionProfile
@@ -146,7 +147,10 @@ def check_faithfulness(profile: QuestionProfile, evidence: Evidence, answer: str
             derived = derived_support(m, evidence.cells, answer[max(sent_start, m.start - 30):m.start])
             if derived:
                 status, reason = (UNSUPPORTED if derived.startswith("sign") else SUPPORTED), derived
-        if status == UNSUPPORTED and trunc and not reason.startswith(("sign", "scale")):
+        units = unit_check(m, evidence, answer)
+        if units is not None and (units[0] == UNSUPPORTED or status == UNSUPPORTED):
+            status, reason = units
+        if status == UNSUPPORTED and trunc and not reason.startswith(("sign", "scale", "unit")):
             a, b = sentence_of(m.start)
             named_rows = rows_for(m.start)
             if named_rows and evidence.entities_complete(answer[a:b]) and float(m.value).is_integer() \
@@ -176,6 +180,9 @@ def check_faithfulness(profile: QuestionProfile, evidence: Evidence, answer: str
                                            else UNSUPPORTED)
             reason = "" if ok else "name not in the rows, tool output or question"
             if ok:
+                misplaced = row_position_check(profile.text, profile.top_n, evidence, t.token, answer)
+                if misplaced:
+                    status, reason = UNSUPPORTED, misplaced
                 partner = affiliation_partner(answer, t, names)
                 if partner is not None and not _same_row(evidence, partner.token, t.token):
                     status = UNSUPPORTED

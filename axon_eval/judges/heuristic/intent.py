@@ -20,7 +20,8 @@ def check_intent(profile: QuestionProfile, evidence: Evidence, answer_step: Step
     season, other team, conflicting category, opposite ordering, a measure only named by a COUNT
     alias, no period filter for a dated question, a date range that misses the asked period); 3 for a
     date range wider than the asked period; 3 per asked measure the SQL does not compute (at
-    most 4); 3 when an asked entity is absent from both filters and rows. Without any SQL: 10 for a
+    most 4); 4 when the question names a statistic or position the SQL does not compute (a median
+    answered by AVG, the second-highest by LIMIT 1); 3 when an asked entity is absent from both filters and rows. Without any SQL: 10 for a
     schema question answered from tools; 7 (answer addresses the question's entities/measures) or 5
     when a data question got no SQL. When every execution failed intent is only shown by statements
     that never ran: bounded to 5-8. An unrecovered failure leaves part of the intent unconfirmed: <= 8.
@@ -53,6 +54,9 @@ def check_intent(profile: QuestionProfile, evidence: Evidence, answer_step: Step
     if targeting.missing_measure:
         penalty += min(4, 3 * len(targeting.missing_measure))
         r.findings.append("the SQL computes nothing about " + ", ".join(targeting.missing_measure))
+    if targeting.wrong_statistic:
+        penalty += 4
+        r.findings.extend(targeting.wrong_statistic)
     if targeting.absent_entities:
         penalty += 3
         r.findings.append(", ".join(targeting.absent_entities) + " appears neither in the SQL filters nor in the rows")

@@ -71,7 +71,7 @@ from .targeting import Targeting, assess_targeting, pick_answer_step
 from .text import detect_injection, enclosing_text
 
 #: Bump when the meaning of the checks changes; the code hash below changes with any edit anyway.
-HEURISTIC_VERSION = "2"
+HEURISTIC_VERSION = "3"
 
 
 #: Files of the package whose bytes make up :func:`heuristic_code_hash` (code and lexicons).
@@ -242,6 +242,10 @@ def decide_verdict(profile: Any, evidence: Any, targeting: Targeting, relevance:
         return "partial", "the answer carries instructions to the evaluator"
     if targeting.opaque_scope:
         return "partial", "the SQL selects its subject by an id the judge cannot tie to the asked entity"
+    if targeting.inflated:
+        return "partial", "an aggregate is inflated by a one-to-many join"
+    if targeting.wrong_statistic:
+        return "partial", "the SQL computes a neighbour of the statistic or position asked for"
     if targeting.missing_measure or targeting.absent_entities or targeting.wider:
         return "partial", "part of what the question asks for is missing from the SQL"
     return "good", "no critical finding"

@@ -36,7 +36,9 @@ def check_relevance(profile: QuestionProfile, evidence: Evidence, answer_step: S
     No SQL: 10 for a schema question whose tool output covers it (8 otherwise); 0 with no steps;
     2 when a data question got only tool output. Only guardrail blocks: 9 (nothing may be retrieved;
     refusing is the right outcome). All executions failed: 0. On the answering statement: empty
-    result (no rows, or only NULLs) 2; wrong scope -8; asked entity absent -5; an incomplete set -5 (narrowing filter or
+    result (no rows, or only NULLs) 2; wrong scope -8; a figure inflated by a fan-out join -5; a
+    statistic or position the SQL does not compute -4; a date filter open on one side for a bounded
+    period -4; asked entity absent -5; an incomplete set -5 (narrowing filter or
     one-sided join, a LIMIT that cuts the set or returns fewer than the top N asked for, or the rows'
     measure column summing to less than the
     count the question/answer states); unrecovered failure caps at 5. A result larger than the
@@ -83,6 +85,17 @@ def check_relevance(profile: QuestionProfile, evidence: Evidence, answer_step: S
     if targeting.absent_entities:
         score -= 5
         r.findings.append(f"{', '.join(targeting.absent_entities)} is not in the rows of step {st.index}")
+    if targeting.inflated:
+        score -= 5
+        r.findings.append(f"the figure of step {st.index} is inflated by a one-to-many join: "
+                          + "; ".join(targeting.inflated))
+    if targeting.wrong_statistic:
+        score -= 4
+        r.findings.append(f"the rows of step {st.index} hold a neighbour of what was asked: "
+                          + "; ".join(targeting.wrong_statistic))
+    if targeting.open_ended:
+        score -= 4
+        r.findings.append(f"the rows of step {st.index} may include periods the question does not ask about")
     incomplete: list[str] = list(targeting.narrowing)
     sql = st.sql
     if sql.limit is not None and st.total >= sql.limit and profile.wants_set and not profile.direction \

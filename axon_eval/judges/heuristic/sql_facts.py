@@ -13,6 +13,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 
+from .failure_classes import fan_out_findings, output_units
 from .lexicon import DEFAULT, Lexicon
 from .text import _ISO_DATE, _YEAR_MAX, _YEAR_MIN
 
@@ -105,6 +106,10 @@ class SqlAnalysis:
     thresholds: tuple[SqlFilter, ...] = ()
     #: bare columns beside COUNT/SUM/AVG in an outer SELECT without GROUP BY (one arbitrary row's value)
     ungrouped_columns: tuple[str, ...] = ()
+    #: aggregates of a parent column over a one-to-many join (:func:`.failure_classes.fan_out_findings`)
+    fan_out: tuple[str, ...] = ()
+    #: (output column, unit word) of the outer SELECT (:func:`.failure_classes.output_units`)
+    output_units: tuple[tuple[str, str], ...] = ()
 
     @property
     def has_where(self) -> bool:
@@ -350,6 +355,8 @@ def analyse_sql(sql: str) -> SqlAnalysis:
     for name in all_columns:
         column_and_function_parts.update(_parts(name))
     table_parts = frozenset(p for tname in tables for p in _parts(tname)) - column_and_function_parts
+    fan_out = fan_out_findings(tree) if len(tables) > 1 and agg_nodes else ()
+    units = output_units(select, _parts)
     return SqlAnalysis(parsed=True, kind=kind, tables=tables, identifiers=frozenset(identifiers),
                        aliases=frozenset(aliases), literals=frozenset(literals), filters=tuple(filters),
                        years=frozenset(years), aggregates=frozenset(aggregates), count_only=count_only,
@@ -357,7 +364,7 @@ def analyse_sql(sql: str) -> SqlAnalysis:
                        all_columns=all_columns, raw_literals=raw_literals, output_sources=tuple(output_sources),
                        count_args=tuple(count_args), from_table=from_table, arithmetic=arithmetic,
                        conditional_agg=conditional, table_parts=table_parts, thresholds=tuple(thresholds),
-                       ungrouped_columns=tuple(ungrouped))
+                       ungrouped_columns=tuple(ungrouped), fan_out=fan_out, output_units=units)
 
 
 def measure_in_sql(measure: str, sql: SqlAnalysis, lexicon: Lexicon = DEFAULT) -> str:

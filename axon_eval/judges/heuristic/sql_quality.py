@@ -16,7 +16,8 @@ def check_sql_quality(profile: QuestionProfile, evidence: Evidence, answer_step:
     * Only guardrail-blocked statements: 10 (the block is the system working).
     * Every execution failed: 2. An unrecovered final failure: -4. Recovered failures: no penalty.
     * On the answering statement: the largest *material* flaw counts once, -4 (wrong scope,
-      narrowing filter/one-sided join, a LIMIT that cuts a set asked for in full, a LIMIT below the
+      narrowing filter/one-sided join, a fan-out join inflating an aggregate, a statistic or position
+      the SQL does not compute, a LIMIT that cuts a set asked for in full, a LIMIT below the
       asked top N); unfiltered entity on a result larger than the horizon -3; missing aggregation
       for how-many/total/average over several rows -2; unparseable SQL -3; no ORDER BY for a top-N
       question -2.
@@ -61,6 +62,8 @@ def check_sql_quality(profile: QuestionProfile, evidence: Evidence, answer_step:
     material.extend(targeting.wrong_scope)
     material.extend(targeting.narrowing)
     material.extend(targeting.wider)
+    material.extend(targeting.inflated)
+    material.extend(targeting.wrong_statistic)
     if sql.limit is not None and answer_step.total >= sql.limit:
         if profile.top_n and sql.limit < profile.top_n:
             material.append(f"LIMIT {sql.limit} is below the top {profile.top_n} asked for")

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .evidence_index import StepInfo, _mention_key
+from . import failure_classes
+from .failure_classes import statistic_gaps
 from .question import QuestionProfile
 from .sql_facts import SqlAnalysis, SqlFilter, _parts, measure_in_sql
 from .text import _ISO_DATE, _TOKEN, _norm, _stem, extract_numbers
@@ -73,6 +75,12 @@ class Targeting:
     unverifiable: list[str] = field(default_factory=list)
     #: a period filter wider than (or open beyond) the period the question names
     wider: list[str] = field(default_factory=list)
+    #: a date filter open on one side for a bounded period the question names (also in ``wider``)
+    open_ended: list[str] = field(default_factory=list)
+    #: aggregates of a parent column over a one-to-many join: an inflated figure
+    inflated: list[str] = field(default_factory=list)
+    #: statistics or positions the question names and the SQL does not compute
+    wrong_statistic: list[str] = field(default_factory=list)
     #: the answering statement selects its subject by an id the judge cannot tie to the asked entity
     opaque_scope: bool = False
     #: how filters were read (``state = 'TX' read as Texas``)
@@ -330,6 +338,12 @@ def _fmt_range(lo: str, hi: str) -> str:
     return f"from {lo}" if lo else f"before {hi}"
 
 
+def _lists_dates(info: StepInfo) -> bool:
+    """The statement lists several rows with a date-like column (the asked period is among them)."""
+    return info.total > 1 and any(p in ("date", "day", "month", "week", "year", "period")
+                                  for c in info.step.columns for p in _parts(c))
+
+
 def _period_findings(profile: QuestionProfile, info: StepInfo, t: Targeting, evidence: Any = None) -> None:
     """Compare the question's period with the statement's date and year filters.
 
@@ -356,9 +370,20 @@ def _period_findings(profile: QuestionProfile, info: StepInfo, t: Targeting, evi
             selected = _fmt_range(lo, hi)
             if (lo and lo >= q_hi) or (hi and hi <= q_lo):
                 t.wrong_scope.append(f"the question asks about {asked} but the SQL's date filters select {selected}")
-            elif (not lo or not hi) and (lo or q_lo) >= q_lo and (hi or q_hi) <= q_hi:
+            elif (not lo or not hi) and (lo or q_lo) >= q_lo and (hi or q_hi) <= q_hi and _lists_dates(info):
+                t.notes.append(f"the date filter is open-ended ({selected}); the rows list the dates, so {asked} "
+                               "is among them")
+            elif (not lo or not hi) and (lo or q_lo) >= q_lo and (hi or q_hi) <= q_hi \
+                    and not failure_classes.OPEN_ENDED_PERIOD_IS_DEFECT:
                 t.unverifiable.append(f"the date filter is open-ended ({selected}): it matches {asked} only if the "
                                       "data ends there")
+            elif (not lo or not hi) and (lo or q_lo) >= q_lo and (hi or q_hi) <= q_hi:
+                # a bounded period asked, a filter open on one side: rows of other periods are in it
+                # unless the data happen to end there, which the evidence does not show (issue 22)
+                finding = (f"the question asks about {asked} but the date filter is open-ended ({selected}): "
+                           "rows outside the asked period are included unless the data end there")
+                t.open_ended.append(finding)
+                t.wider.append(finding)
             elif not lo or not hi or lo < q_lo or hi > q_hi:
                 listed = info.total > 1 and any(p in ("date", "day", "month", "week", "year", "period")
                                                  for c in info.step.columns for p in _parts(c))
@@ -605,6 +630,8 @@ def assess_targeting(profile: QuestionProfile, info: StepInfo, horizon: int,
     if not sql.parsed:
         return t
     _period_findings(profile, info, t, evidence)
+    t.inflated.extend(sql.fan_out)
+    t.wrong_statistic.extend(statistic_gaps(profile.text, info.step.sql, sql, info.total))
     # entities
     literal_text = " | ".join(sql.literals)
     specific = [f for f in sql.filters if (f.specific or f.is_code) and not f.is_date

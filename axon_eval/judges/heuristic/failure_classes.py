@@ -1,0 +1,299 @@
+"""Failure classes of issue 22: fan-out joins, units, statistics and positions the SQL never computes,
+and which row an answer names for a superlative.
+
+Pure functions over a sqlglot tree, a :class:`~.sql_facts.SqlAnalysis`, a question profile and the
+evidence index; :func:`~.sql_facts.analyse_sql` calls :func:`fan_out_findings` and
+:func:`output_units` on the tree it already parsed (no second parse), the targeting check calls
+:func:`statistic_gaps`, the faithfulness check :func:`unit_check` and :func:`row_position_check`.
+
+Fan-out (reference: the "chasm trap" of relational reporting)
+    A join ``P.k = C.k`` where ``k`` is P's own key (``<singular of P>_id`` or ``id``) and not C's
+    makes P one-to-many with C: every P row appears once per matching C row. ``SUM``/``TOTAL`` of a
+    P column, or ``COUNT`` of a P column without ``DISTINCT``, in the same SELECT is then inflated.
+    Derived tables (a pre-aggregated subquery) are never a P or a C; MIN/MAX/AVG are not flagged
+    (MIN/MAX are immune; AVG is weighted, not multiplied).
+
+Units (:data:`UNITS`: word -> (dimension, factor to the dimension's base unit))
+    The unit an output column carries is read from its alias (``fines_usd``, ``total_minutes``),
+    else, when the projection has no ``*``/``/``, from the columns inside it (``SUM(fine_cents) AS
+    fines`` carries cents). A figure that equals such a cell but is stated in another unit of the same
+    dimension (``$120,575`` for a cents cell, ``1,995 hours`` for a minutes cell) is unsupported;
+    a figure equal to the cell converted (``16.9 kg`` for ``16872`` grams) is supported.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sqlglot import exp
+
+#: A date filter open on one side for a bounded asked period is a period flaw (intent -3, SQL material,
+#: rows -4, verdict partial) rather than merely unverifiable. Issue 22 asks for it; the frozen shop set
+#: labels three such statements correct because its data happen to end there (which the evidence does
+#: not show), so turning it on costs that set 3 segments (README, "failure classes").
+OPEN_ENDED_PERIOD_IS_DEFECT = True
+
+#: unit word -> (dimension, factor to the base unit of the dimension)
+UNITS: dict[str, tuple[str, float]] = {
+    "cents": ("money", 1.0), "cent": ("money", 1.0), "pence": ("money", 1.0),
+    "usd": ("money", 100.0), "eur": ("money", 100.0), "gbp": ("money", 100.0), "dollars": ("money", 100.0),
+    "dollar": ("money", 100.0), "euros": ("money", 100.0), "pounds": ("money", 100.0),
+    "g": ("mass", 1.0), "grams": ("mass", 1.0), "gram": ("mass", 1.0),
+    "kg": ("mass", 1e3), "kilograms": ("mass", 1e3), "kilos": ("mass", 1e3),
+    "tonnes": ("mass", 1e6), "tonne": ("mass", 1e6), "tons": ("mass", 1e6), "t": ("mass", 1e6),
+    "mm": ("length", 1e-3), "cm": ("length", 1e-2), "m": ("length", 1.0), "km": ("length", 1e3),
+    "metres": ("length", 1.0), "meters": ("length", 1.0), "kilometres": ("length", 1e3),
+    "kilometers": ("length", 1e3),
+    "seconds": ("time", 1.0), "secs": ("time", 1.0), "sec": ("time", 1.0), "s": ("time", 1.0),
+    "minutes": ("time", 60.0), "mins": ("time", 60.0), "min": ("time", 60.0), "minute": ("time", 60.0),
+    "hours": ("time", 3600.0), "hrs": ("time", 3600.0), "hour": ("time", 3600.0), "h": ("time", 3600.0),
+    "wh": ("energy", 1.0), "kwh": ("energy", 1e3), "mwh": ("energy", 1e6),
+    "fraction": ("share", 1.0), "ratio": ("share", 1.0), "pct": ("share", 0.01), "percent": ("share", 0.01),
+}
+#: column-name parts that carry a unit only as a suffix (too short or common to trust elsewhere)
+_SUFFIX_ONLY = frozenset({"g", "m", "t", "s", "h", "min", "sec"})
+#: answer words after a number that name a unit (a subset of :data:`UNITS`: never ``m`` or ``s``)
+_ANSWER_UNITS = frozenset(UNITS) - {"m", "s", "h", "t", "min", "sec", "fraction", "ratio", "pct", "percent",
+                                    "usd", "eur", "gbp"}
+
+
+def _singular(table: str) -> str:
+    t = table.lower()
+    if t.endswith("ies"):
+        return t[:-3] + "y"
+    if t.endswith(("ches", "shes", "sses", "xes")):
+        return t[:-2]
+    if t.endswith("s") and not t.endswith("ss"):
+        return t[:-1]
+    return t
+
+
+def _owns_key(table: str, key: str) -> bool:
+    """``key`` is ``table``'s own key: ``id`` or ``<singular>_id`` (``branches.branch_id``)."""
+    return key == "id" or key == _singular(table) + "_id" or key == table.lower() + "_id"
+
+
+_CONDITIONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.In, exp.Like, exp.Is, exp.Between)
+
+
+def fan_out_findings(tree: exp.Expression) -> tuple[str, ...]:
+    """Aggregates of a parent column over a one-to-many join (module docstring), one finding each."""
+    out: list[str] = []
+    for select in tree.find_all(exp.Select):
+        joins = select.args.get("joins") or []
+        if not joins:
+            continue
+        frm = select.args.get("from") or select.args.get("from_")
+        sources = [frm.this] if frm is not None else []
+        sources += [j.this for j in joins]
+        alias_table = {(s.alias or s.name).lower(): s.name.lower() for s in sources
+                       if isinstance(s, exp.Table) and s.name}
+        if len(alias_table) < 2:
+            continue
+        multiplied: dict[str, tuple[str, str]] = {}  # parent alias -> (child table, key)
+        for j in joins:
+            on = j.args.get("on")
+            if on is None:
+                continue
+            for eq in on.find_all(exp.EQ):
+                a, b = eq.this, eq.expression
+                if not (isinstance(a, exp.Column) and isinstance(b, exp.Column) and a.table and b.table):
+                    continue
+                ka, kb = a.name.lower(), b.name.lower()
+                ta, tb = alias_table.get(a.table.lower()), alias_table.get(b.table.lower())
+                if ta is None or tb is None or ta == tb:
+                    continue
+                if _owns_key(ta, ka) and not _owns_key(tb, kb):
+                    multiplied.setdefault(a.table.lower(), (tb, ka))
+                elif _owns_key(tb, kb) and not _owns_key(ta, ka):
+                    multiplied.setdefault(b.table.lower(), (ta, kb))
+        if not multiplied:
+            continue
+        for agg in select.find_all(exp.Sum, exp.Count):
+            if agg.find_ancestor(exp.Select) is not select:
+                continue
+            arg = agg.this
+            if isinstance(arg, exp.Distinct) or arg is None or isinstance(arg, exp.Star):
+                continue
+            # the summed or counted value, not the columns of a CASE condition inside it
+            cols = [c for c in arg.find_all(exp.Column) if c.find_ancestor(*_CONDITIONS) is None
+                    or c.find_ancestor(*_CONDITIONS).find_ancestor(exp.Sum, exp.Count) is not agg]
+            hit = next((c for c in cols if c.table and c.table.lower() in multiplied), None)
+            if hit is None:
+                continue
+            child, key = multiplied[hit.table.lower()]
+            parent = alias_table[hit.table.lower()]
+            fname = "COUNT" if isinstance(agg, exp.Count) else "SUM"
+            out.append(f"{fname}({hit.table}.{hit.name}) counts each {parent} row once per {child} row "
+                       f"(joined on {key}, no DISTINCT or pre-aggregation), so the figure is inflated")
+    return tuple(dict.fromkeys(out))
+
+
+def _unit_of_parts(parts: tuple[str, ...]) -> str:
+    """The unit word a column name carries (``total_weight_g`` -> ``g``); short units only as a suffix."""
+    for i, p in enumerate(parts):
+        if p not in UNITS:
+            continue
+        if p in _SUFFIX_ONLY and (i != len(parts) - 1 or len(parts) == 1):
+            continue
+        return p
+    return ""
+
+
+def output_units(select: exp.Expression | None, parts: Any) -> tuple[tuple[str, str], ...]:
+    """``(output column name, unit word)`` of the outer SELECT's projections whose alias or (without
+    arithmetic) source columns name a unit of :data:`UNITS`."""
+    if not isinstance(select, exp.Select):
+        return ()
+    out = []
+    for proj in select.expressions:
+        name = (proj.alias_or_name or "").lower()
+        unit = _unit_of_parts(parts(name)) if name else ""
+        if not unit:
+            inner = proj.this if isinstance(proj, exp.Alias) else proj
+            if any(True for _ in inner.find_all(exp.Div, exp.Mul)):
+                continue
+            units = {_unit_of_parts(parts(c.name)) for c in inner.find_all(exp.Column) if c.name} - {""}
+            if len(units) == 1:
+                unit = units.pop()
+        if unit:
+            out.append((name, unit))
+    return tuple(out)
+
+
+def _answer_unit(m: Any, answer: str) -> str:
+    if m.currency:
+        return "dollars"
+    if m.percent:
+        return "percent"
+    unit = (m.unit or "").lower()
+    return unit if unit in _ANSWER_UNITS else ""
+
+
+def unit_check(m: Any, evidence: Any, answer: str) -> tuple[str, str] | None:
+    """``("unsupported", reason)`` when ``m`` equals a cell of a unit-carrying column but is stated in
+    another unit of that dimension; ``("supported", reason)`` when it equals the cell converted into the
+    stated unit; ``None`` when no unit-carrying cell bears on it."""
+    stated = _answer_unit(m, answer)
+    if not stated:
+        return None
+    dim, factor = UNITS[stated]
+    units_by_step = {s.index: dict(s.sql.output_units) for s in evidence.ok_steps if s.sql.output_units}
+    if not units_by_step:
+        return None
+    mismatch = None
+    for c in evidence.cells:
+        if c.source != "row" or c.step not in units_by_step:
+            continue
+        col_unit = units_by_step[c.step].get("_".join(c.column))
+        if not col_unit:
+            continue
+        c_dim, c_factor = UNITS[col_unit]
+        if c_dim != dim:
+            continue
+        converted = c.value * c_factor / factor
+        if stated != col_unit and UNITS[stated] != UNITS[col_unit] and abs(converted - m.value) <= max(m.tolerance, 1e-9):
+            return "supported", f"the {'_'.join(c.column)} cell {c.value:g} {col_unit} converted to {stated}"
+        if UNITS[stated] != UNITS[col_unit] and abs(c.value - m.value) <= max(m.tolerance, 1e-9):
+            mismatch = (f"unit: the rows hold {c.value:g} in {col_unit} ({'_'.join(c.column)}) and neither "
+                        f"the SQL nor the answer converts it to {stated}")
+    return ("unsupported", mismatch) if mismatch else None
+
+
+# ------------------------------------------------------------------------------------------------
+# statistics and positions named in a question
+# ------------------------------------------------------------------------------------------------
+_ORDINALS = {"second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4, "fifth": 5, "5th": 5}
+_POSITION = re.compile(r"\b(second|2nd|third|3rd|fourth|4th|fifth|5th)[- ](?:most|least|highest|lowest|largest|"
+                       r"smallest|biggest|busiest|best|worst|longest|shortest|\w+est)\b", re.I)
+#: statistic named in a question -> (pattern, what in the SQL computes it)
+_STATISTICS = (
+    ("median", re.compile(r"\bmedian\b", re.I), re.compile(r"\b(median|percentile\w*|row_number|ntile|quantile\w*)\b", re.I)),
+    ("standard deviation", re.compile(r"\b(standard deviation|std\.? ?dev\w*|stdev)\b", re.I),
+     re.compile(r"\b(stddev\w*|stdev\w*|std|sqrt|variance|var_\w+)\b", re.I)),
+    ("variance", re.compile(r"\bvariance\b", re.I), re.compile(r"\b(variance|var_\w+|stddev\w*|power|sqrt)\b|\*", re.I)),
+    ("percentile", re.compile(r"\b(\d+(?:st|nd|rd|th) percentile|percentile|quartile|p\d\d)\b", re.I),
+     re.compile(r"\b(percentile\w*|ntile|row_number|percent_rank|cume_dist|quantile\w*)\b", re.I)),
+    ("distinct count", re.compile(r"\bhow many (different|distinct|unique|individual|separate)\b", re.I),
+     re.compile(r"\b(distinct|group\s+by)\b", re.I)),
+)
+_MIN_WORDS = re.compile(r"\b(lowest|smallest|minimum|cheapest|least expensive|shortest)\b", re.I)
+_MAX_WORDS = re.compile(r"\b(highest|largest|maximum|biggest|most expensive|longest|greatest)\b", re.I)
+
+
+def statistic_gaps(question: str, sql_text: str, sql: Any, rows_returned: int) -> list[str]:
+    """Statistics and positions the question names and the SQL does not compute (a neighbour of it)."""
+    gaps = []
+    for name, asked, computed in _STATISTICS:
+        if asked.search(question) and not computed.search(sql_text):
+            got = ", ".join(sorted(a.upper() for a in sql.aggregates)) or "no aggregate"
+            gaps.append(f"the question asks for the {name} but the SQL computes {got}")
+    aggs = sql.aggregates
+    order_dirs = {desc for _, desc in sql.order}
+    if _MIN_WORDS.search(question) and not _MAX_WORDS.search(question) and "max" in aggs and "min" not in aggs \
+            and False not in order_dirs:
+        gaps.append("the question asks for the minimum but the SQL computes MAX")
+    if _MAX_WORDS.search(question) and not _MIN_WORDS.search(question) and "min" in aggs and "max" not in aggs \
+            and True not in order_dirs:
+        gaps.append("the question asks for the maximum but the SQL computes MIN")
+    pos = _POSITION.search(question)
+    if pos:
+        k = _ORDINALS[pos.group(1).lower()]
+        offset = bool(re.search(r"\boffset\b|,\s*\d+\s*$|\b(rank|dense_rank|row_number)\b", sql_text, re.I))
+        if not offset and rows_returned < k:
+            gaps.append(f"the question asks for position {k} ({pos.group(0)}) but the SQL returns "
+                        f"{rows_returned} row(s) with no OFFSET or rank")
+    return gaps
+
+
+# ------------------------------------------------------------------------------------------------
+# which row the answer names for a superlative
+# ------------------------------------------------------------------------------------------------
+_DESC_EXTRA = re.compile(r"\b(most|highest|biggest|largest|best|top|leading|maximum|greatest|longest|busiest|"
+                         r"heaviest)\b", re.I)
+_ASC_EXTRA = re.compile(r"\b(fewest|least|lowest|smallest|minimum|bottom|shortest|quietest|lightest)\b", re.I)
+
+
+def asked_end(question: str) -> str | None:
+    """``"max"`` or ``"min"``: the end of an ordering a one-answer superlative asks for."""
+    if _POSITION.search(question):
+        return None
+    hi, lo = bool(_DESC_EXTRA.search(question)), bool(_ASC_EXTRA.search(question))
+    return "max" if hi and not lo else "min" if lo and not hi else None
+
+
+def row_position_check(question: str, top_n: int | None, evidence: Any, name: str, answer: str = "") -> str:
+    """A reason when ``name`` is a row of an ordered result but not the row at the end the question
+    asks for (``""`` otherwise). Only for a one-answer superlative (no top N above 1), an ORDER BY on one
+    key, a name found in the first text column of the rows, and an answer naming no other row of that
+    column (an answer that ranks several rows, "A led, ahead of B", is left to the rank checks)."""
+    end = asked_end(question)
+    if end is None or (top_n or 1) > 1:
+        return ""
+    low = name.lower()
+    for s in reversed(evidence.ok_steps):
+        if len(s.sql.order) != 1 or len(s.step.rows) < 2:
+            continue
+        rows = s.step.rows
+        col = next((j for j, v in enumerate(rows[0]) if isinstance(v, str)), None)
+        if col is None:
+            continue
+        keys = [str(r[col]).lower() for r in rows]
+        if low not in keys:
+            continue
+        text = answer.lower()
+        if sum(1 for k in set(keys) if k and k in text) > 1:
+            return ""
+        desc = s.sql.order[0][1]
+        want_first = (end == "max") == desc
+        if not want_first and s.truncated:
+            return ""  # the asked end is beyond the rows shown
+        target = 0 if want_first else len(rows) - 1
+        at = keys.index(low)
+        if at != target:
+            return (f"rank: {name} is row {at + 1} of the ordered result (ORDER BY {'DESC' if desc else 'ASC'}); "
+                    f"the question asks for the {'most' if end == 'max' else 'least'}, which is row {target + 1} "
+                    f"({rows[target][col]})")
+        return ""
+    return ""
