@@ -110,6 +110,7 @@ EXTERNAL_SECTIONS = {
     "heuristic": ("axon_eval.bench_heuristic", "bench_heuristic"),
     "judges": ("axon_eval.bench_llm", "bench_claude_fake_server"),
     "runs": ("axon_eval.bench_runs", "bench_runs"),
+    "estimates": ("axon_eval.bench_estimates", "bench_estimates"),  # issue 21: SIMULATED PPI coverage, trend
 }
 
 

@@ -97,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     runs_cli.register(sub)
     __import__("axon_eval.drift_cli", fromlist=["register"]).register(sub)  # anchor, drift (judge change control)
     from . import labelling_cli; labelling_cli.register(sub)  # sample-for-labelling, import-labels
+    __import__("axon_eval.trend_cli", fromlist=["register"]).register(sub)  # trend (issue 21)
     __import__("axon_eval.importers.cli", fromlist=["register"]).register(sub)  # import-traces, export-otlp
     __import__("axon_eval.reference.cli", fromlist=["register"]).register(sub)  # grade-reference
     return parser

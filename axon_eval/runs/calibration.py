@@ -40,10 +40,12 @@ def read_calibration(path: str | Path) -> CalibrationRecord:
 
 
 def latest_calibration(runs_root: str | Path, study: str = CALIBRATION_STUDY) -> Path | None:
-    """The newest ``calibration.json`` in a ``*_<study>`` run folder directly under ``runs_root``
+    """The newest ``calibration.json`` in a run folder of ``study`` (``<date>_05-calibration``) directly under ``runs_root``
     (``None`` when there is none)."""
     root = Path(runs_root)
     if not root.is_dir():
         return None
-    found = sorted(p for p in root.glob(f"*{study}*/{CALIBRATION_FILE}") if p.is_file())
+    names = (study, study.replace("_", "-"))  # the runner names a study's folder <date>_05-calibration
+    found = sorted(p for p in root.glob(f"*/{CALIBRATION_FILE}")
+                   if p.is_file() and any(n in p.parent.name for n in names))
     return found[-1] if found else None

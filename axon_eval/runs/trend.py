@@ -67,6 +67,7 @@ def open_runs(run_dirs: Iterable[str | Path], *, by: Sequence[str] = ()) -> tupl
 
     manifests = run_manifests(run_dirs)
     con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
     con.register("manifests_df", manifests)
     con.execute("CREATE TABLE manifests AS SELECT * FROM manifests_df")
     con.unregister("manifests_df")
@@ -92,6 +93,38 @@ def identity_problems(con: Any) -> list[str]:
     return problems
 
 
+def _arrow_strings() -> dict[Any, Any]:
+    import pyarrow as pa
+
+    return {pa.string(): pd.StringDtype("pyarrow"), pa.large_string(): pd.StringDtype("pyarrow")}
+
+
+_ARROW_STRINGS = _arrow_strings()
+
+
+def read_runs(run_dirs: Iterable[str | Path], *, by: Sequence[str] = (), allow_mixed: bool = False
+              ) -> tuple[pd.DataFrame, pd.DataFrame, list[str], float]:
+    """Every result row of the runs (:data:`TREND_COLUMNS` and ``by``, with ``run_id`` and ``run_date``)
+    read through the ``trend_results`` view, the manifests, the identity problems
+    (:func:`identity_problems`) and the seconds the read took. Mixed judge or rubric ids raise
+    :class:`~axon_eval.summaries.MixedResultsError` unless ``allow_mixed``."""
+    con, manifests = open_runs(run_dirs, by=by)
+    try:
+        problems = identity_problems(con)
+        if problems and not allow_mixed:
+            raise MixedResultsError("runs mix " + " and ".join(problems) + "; a trend across a judge or rubric "
+                                    "change measures the change: pass allow_mixed=True (--allow-mixed) to join them knowingly")
+        t0 = time.perf_counter()
+        rel = con.sql("SELECT * FROM trend_results")
+        table = rel.to_arrow_table() if hasattr(rel, "to_arrow_table") else rel.arrow()
+        # strings stay Arrow-backed: no Python object per cell (the read of 2,000,000 rows stays in seconds)
+        rows = table.to_pandas(types_mapper=_ARROW_STRINGS.get)
+        read_seconds = time.perf_counter() - t0
+    finally:
+        con.close()
+    return rows, manifests, problems, read_seconds
+
+
 def trend(run_dirs: Iterable[str | Path], *, by: str | None = None, allow_mixed: bool = False,
           n_boot: int = N_BOOT, seed: int | None = SEED, confidence: float = CONFIDENCE) -> pd.DataFrame:
     """Every headline figure of every run (and ``by`` group), one row each: ``run_id``, ``run_date``,
@@ -103,17 +136,7 @@ def trend(run_dirs: Iterable[str | Path], *, by: str | None = None, allow_mixed:
     if by is not None and by not in TREND_BY:
         raise ValueError(f"by must be one of {TREND_BY} or None, got {by!r}")
     groups = (by,) if by else ()
-    con, manifests = open_runs(run_dirs, by=groups)
-    try:
-        problems = identity_problems(con)
-        if problems and not allow_mixed:
-            raise MixedResultsError("runs mix " + " and ".join(problems) + "; a trend across a judge or rubric "
-                                    "change measures the change: pass allow_mixed=True (--allow-mixed) to join them knowingly")
-        t0 = time.perf_counter()
-        rows = con.execute("SELECT * FROM trend_results").df()
-        read_seconds = time.perf_counter() - t0
-    finally:
-        con.close()
+    rows, manifests, problems, read_seconds = read_runs(run_dirs, by=groups, allow_mixed=allow_mixed)
     keys = ["run_id", "run_date", *groups]
     parts = []
     for key, frame in rows.groupby(keys, sort=False, dropna=False):
