@@ -67,7 +67,10 @@ def open_runs(run_dirs: Iterable[str | Path], *, by: Sequence[str] = ()) -> tupl
 
     manifests = run_manifests(run_dirs)
     con = duckdb.connect()
-    con.execute("SET enable_progress_bar = false")
+    try:  # a terminal would get a progress bar on a long read; Jupyter without ipywidgets refuses the setting
+        con.execute("SET enable_progress_bar = false")
+    except duckdb.Error:
+        pass
     con.register("manifests_df", manifests)
     con.execute("CREATE TABLE manifests AS SELECT * FROM manifests_df")
     con.unregister("manifests_df")
@@ -75,7 +78,7 @@ def open_runs(run_dirs: Iterable[str | Path], *, by: Sequence[str] = ()) -> tupl
     cols = ", ".join(f'r."{c}"' for c in (*TREND_COLUMNS, *by))
     listing = "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in files) + "]"
     con.execute(
-        f"CREATE VIEW trend_results AS SELECT m.run_id, m.run_date, {cols} "
+        f"CREATE VIEW trend_results AS SELECT m.run_dir, m.run_id, m.run_date, {cols} "
         f"FROM read_parquet({listing}, filename=true, union_by_name=true) AS r "
         "JOIN manifests AS m ON r.filename = m.results_file")
     return con, manifests
@@ -127,7 +130,7 @@ def read_runs(run_dirs: Iterable[str | Path], *, by: Sequence[str] = (), allow_m
 
 def trend(run_dirs: Iterable[str | Path], *, by: str | None = None, allow_mixed: bool = False,
           n_boot: int = N_BOOT, seed: int | None = SEED, confidence: float = CONFIDENCE) -> pd.DataFrame:
-    """Every headline figure of every run (and ``by`` group), one row each: ``run_id``, ``run_date``,
+    """Every headline figure of every run (and ``by`` group), one row each: ``run_dir``, ``run_id``, ``run_date``,
     [``by``], ``figure``, ``kind``, ``estimate``, ``lo``, ``hi``, ``n``, ``n_clusters``, ``method``,
     ``note``; shares as fractions. Raises :class:`~axon_eval.summaries.MixedResultsError` when the runs
     mix judge, prompt or rubric ids, unless ``allow_mixed`` (then ``attrs["mixed"]`` says what is
@@ -137,7 +140,7 @@ def trend(run_dirs: Iterable[str | Path], *, by: str | None = None, allow_mixed:
         raise ValueError(f"by must be one of {TREND_BY} or None, got {by!r}")
     groups = (by,) if by else ()
     rows, manifests, problems, read_seconds = read_runs(run_dirs, by=groups, allow_mixed=allow_mixed)
-    keys = ["run_id", "run_date", *groups]
+    keys = ["run_dir", "run_id", "run_date", *groups]  # run_dir: two folders may share a run id
     parts = []
     for key, frame in rows.groupby(keys, sort=False, dropna=False):
         table = headline_intervals(frame.drop(columns=keys), n_boot=n_boot, seed=seed, confidence=confidence,
@@ -145,9 +148,9 @@ def trend(run_dirs: Iterable[str | Path], *, by: str | None = None, allow_mixed:
         parts.append(table.assign(**dict(zip(keys, key, strict=True))))
     columns = [*keys, "figure", "kind", "estimate", "lo", "hi", "n", "n_clusters", "method", "note"]
     out = pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
-    order = {r: i for i, r in enumerate(manifests["run_id"])}
-    out = out.sort_values(["run_id", *groups], key=lambda s: s.map(order) if s.name == "run_id" else s,
-                          kind="stable").reset_index(drop=True)
+    order = {r: i for i, r in enumerate(manifests["run_dir"])}
+    out = out.assign(_order=out["run_dir"].map(order)).sort_values(["_order", *groups], kind="stable") \
+        .drop(columns="_order").reset_index(drop=True)
     out.attrs.update({"read_seconds": read_seconds, "n_runs": len(manifests), "n_rows": len(rows),
                       "covers": INTERVAL_COVERS, "seed": seed, "n_boot": n_boot, "confidence": confidence,
                       "mixed": "; ".join(problems) if problems else None, "by": by})
@@ -157,7 +160,7 @@ def trend(run_dirs: Iterable[str | Path], *, by: str | None = None, allow_mixed:
 def wide(table: pd.DataFrame, figures: Sequence[str] = ("mean score", "share good", "share partial", "share poor")) -> pd.DataFrame:
     """A table for people: one row per run (and group), one column per figure as ``estimate (lo to hi)``
     (shares as percentages), and n."""
-    keys = [c for c in ("run_id", "run_date", *TREND_BY) if c in table.columns]
+    keys = [c for c in ("run_dir", "run_id", "run_date", *TREND_BY) if c in table.columns]
     sel = table[table["figure"].isin(figures)].copy()
     sel["text"] = [
         (f"{format_value(r.estimate, share=r.kind == 'share')} ({format_value(r.lo, share=r.kind == 'share')} to "
@@ -172,7 +175,7 @@ def wide(table: pd.DataFrame, figures: Sequence[str] = ("mean score", "share goo
 
 def format_trend(table: pd.DataFrame) -> str:
     """The trend as text for the CLI: the wide table, how long the read took, and what intervals cover."""
-    lines = [wide(table).to_string(index=False)]
+    lines = [wide(table).drop(columns="run_dir", errors="ignore").to_string(index=False)]
     a = table.attrs
     if a.get("mixed"):
         lines.append(f"MIXED RUNS: {a['mixed']} (joined because allow_mixed was set)")
