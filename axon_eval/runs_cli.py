@@ -292,6 +292,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     except _USAGE_ERRORS as exc:
         return _usage_error(exc)
     print(comparison.format(top=args.top))
+    from .runs.paired_compare import paired_lines  # issue 21: band test, Holm-adjusted p-values
+
+    print("\n".join(paired_lines(args.run_a, args.run_b, n_boot=args.n_boot, seed=args.seed)))
     if not args.no_write:
         folder = write_comparison(comparison, args.out)
         print(f"comparison folder: {folder} (compare.html)")
