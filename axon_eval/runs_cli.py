@@ -162,6 +162,7 @@ def summary_lines(summary: dict[str, Any], results: Any, run_dir: Any, *, quiet:
         lines.append(f"budget: the max_cost_usd budget{amount} stopped judging: {len(budget)} segment(s) unjudged, "
                      f"listed in {results_file}")
     lines.extend(disagreement_lines(results))
+    lines.extend(__import__("axon_eval.summary_intervals", fromlist=["interval_lines"]).interval_lines(results))  # issue 21
     return lines
 
 
