@@ -31,6 +31,8 @@ The labels are CONSTRUCTED from seeded defects, not human judgements (see :mod:`
 
 from __future__ import annotations
 
+import csv
+
 import gc
 import tempfile
 import time
@@ -192,3 +194,41 @@ def bench_heuristic_held_out(seeds: FixtureSeeds = HELD_OUT_SEEDS) -> list[dict[
         held = measure(Path(tmp) / "turns" / "sample_turns.jsonl", Path(tmp) / "turns" / "labels.csv")
     return [dict(r, seeds=seeds.__dict__) for r in _agreement_rows(
         f"held-out sample, same templates (seeds {seeds.warehouse}/{seeds.scenario})", held, None, None)[:3]]
+
+
+# --------------------------------------------------------------------------------------------
+# figures of a judge on the set (verdict and band reported separately)
+# --------------------------------------------------------------------------------------------
+def library_figures(turns_path: str | Path, labels_path: str | Path) -> dict[str, Any]:
+    """The offline heuristic on the set: verdict kappa and agreement, band kappa and agreement (the
+    band is the scorer's, DESIGN §4), defects whose band is good, correct answers whose band is not,
+    and per class the segments whose band equals the label."""
+    from ..evidence import load_turns
+    from ..judges.heuristic import HeuristicJudge
+    from ..rubric import Rubric
+    from ..view import build_views
+
+    m = measure(turns_path, labels_path)
+    turns, _ = load_turns(turns_path)
+    judge = HeuristicJudge()
+    recs = {r.segment_id: r for r in (judge.judge(v) for v in build_views(turns, Rubric.default()))}
+    with open(labels_path, encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    verdict_eq = band_eq = defect_good = correct_not_good = 0
+    by_class: dict[str, list[int]] = {}
+    for r in rows:
+        rec = recs[r["segment_id"]]
+        band = rec.extra["heuristic"]["band"]
+        verdict_eq += rec.verdict.verdict == r["verdict"]
+        band_eq += band == r["verdict"]
+        defect_good += r["verdict"] != "good" and band == "good"
+        correct_not_good += r["verdict"] == "good" and band != "good"
+        cls = r["note"].split(":", 1)[0]
+        by_class.setdefault(cls, [0, 0])
+        by_class[cls][0] += band == r["verdict"]
+        by_class[cls][1] += 1
+    return {"n": len(rows), "verdict_kappa": round(m["verdict_kappa"], 3), "verdict_equal": verdict_eq,
+            "band_kappa": round(m["band_kappa"], 3), "band_equal": band_eq,
+            "defects": sum(r["verdict"] != "good" for r in rows), "defects_band_good": defect_good,
+            "correct": sum(r["verdict"] == "good" for r in rows), "correct_band_not_good": correct_not_good,
+            "in_range": round(m["in_range"], 3), "band_equal_by_class": {k: tuple(v) for k, v in sorted(by_class.items())}}

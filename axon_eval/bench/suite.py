@@ -54,6 +54,7 @@ EXTERNAL_SECTIONS = {
     "heuristic": ("axon_eval.bench.heuristic", "bench_heuristic"),
     "judges": ("axon_eval.bench.llm", "bench_claude_fake_server"),
     "runs": ("axon_eval.bench.runs", "bench_runs"),
+    "estimates": ("axon_eval.bench.estimates", "bench_estimates"),  # SIMULATED PPI coverage, trend over 200 runs
 }
 
 

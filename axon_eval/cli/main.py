@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from . import drift, evidence, importers, labelling, reference, runs
+from . import drift, evidence, importers, labelling, reference, runs, trend
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     runs.register(sub)  # run, evaluate, rejudge, rescore, report, rerun, compare, index, fake-judge-server
     drift.register(sub)  # anchor, drift (judge change control)
     labelling.register(sub)  # sample-for-labelling, import-labels
+    trend.register(sub)  # trend (headline figures per run through DuckDB)
     importers.register(sub)  # import-traces, export-otlp
     reference.register(sub)  # grade-reference
     return parser

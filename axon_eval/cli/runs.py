@@ -162,6 +162,9 @@ def summary_lines(summary: dict[str, Any], results: Any, run_dir: Any, *, quiet:
         lines.append(f"budget: the max_cost_usd budget{amount} stopped judging: {len(budget)} segment(s) unjudged, "
                      f"listed in {results_file}")
     lines.extend(disagreement_lines(results))
+    from ..reporting.summary_intervals import interval_lines
+
+    lines.extend(interval_lines(results))
     return lines
 
 
@@ -320,6 +323,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     except _USAGE_ERRORS as exc:
         return _usage_error(exc)
     print(comparison.format(top=args.top))
+    from ..runs.paired_compare import paired_lines  # band test, Holm-adjusted p-values
+
+    print("\n".join(paired_lines(args.run_a, args.run_b, n_boot=args.n_boot, seed=args.seed)))
     if not args.no_write:
         folder = write_comparison(comparison, args.out)
         print(f"comparison folder: {folder} (compare.html)")

@@ -1,0 +1,77 @@
+"""Figures of study 09 (issue 21): the three estimates side by side, and a trend across runs.
+
+Matplotlib figures from the frames of :mod:`axon_eval.stats.estimates` and :mod:`axon_eval.runs.trend`;
+built without ``pyplot`` as :mod:`axon_eval.plots` does; saving is :func:`axon_eval.plots.save_figure`'s job.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+#: (column prefix, legend label, colour) of the three estimates.
+ESTIMATES: tuple[tuple[str, str, str], ...] = (
+    ("judge", "judge only", "#888888"),
+    ("labels", "labels only", "#d08c2b"),
+    ("ppi", "PPI++", "#2b6cb0"),
+)
+
+
+def corrected_figure(corrected: pd.DataFrame, full_labels: dict[str, float] | None = None, *, note: str = "") -> Figure:
+    """Three panels (mean score 0-100; band shares in %; dimension means 0-10), each figure with the
+    judge-only, labels-only and PPI++ estimates and intervals side by side, and the all-labels value as a
+    black tick when known."""
+    panels = [("mean score", corrected[corrected["figure"] == "mean score"], 1.0),
+              ("band shares (%)", corrected[corrected["figure"].str.startswith("share ")], 100.0),
+              ("dimension means (0-10)", corrected[corrected["figure"].str.startswith("mean ") &
+                                                   (corrected["figure"] != "mean score")], 1.0)]
+    fig = Figure(figsize=(13, 4.2))
+    axes = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1, 3, 4]})
+    for ax, (title, frame, scale) in zip(axes, panels, strict=True):
+        for j, (prefix, label, colour) in enumerate(ESTIMATES):
+            x = [i + (j - 1) * 0.22 for i in range(len(frame))]
+            est = frame[f"{prefix}_estimate"].to_numpy() * scale
+            lo = frame[f"{prefix}_lo"].to_numpy() * scale
+            hi = frame[f"{prefix}_hi"].to_numpy() * scale
+            ax.errorbar(x, est, yerr=[est - lo, hi - est], fmt="o", color=colour, label=label, capsize=3)
+        if full_labels:
+            for i, f in enumerate(frame["figure"]):
+                v = full_labels.get(f, math.nan)
+                if math.isfinite(v):
+                    ax.plot([i - 0.35, i + 0.35], [v * scale] * 2, color="black", lw=1.5,
+                            label="all labels" if i == 0 else None)
+        ax.set_xticks(range(len(frame)), [f.removeprefix("share ").removeprefix("mean ") for f in frame["figure"]],
+                      rotation=20)
+        ax.set_title(title)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].legend(fontsize=8, loc="lower left")
+    fig.suptitle("Headline figures three ways" + (f" -- {note}" if note else ""), fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def trend_figure(table: pd.DataFrame, figures: Sequence[str] = ("mean score", "share poor"), *, by: str | None = None,
+                 note: str = "") -> Figure:
+    """One panel per figure: its estimate per run date with the interval as error bars (shares in %),
+    one line per ``by`` group when given."""
+    fig = Figure(figsize=(5.5 * len(figures), 3.8))
+    axes = fig.subplots(1, len(figures), squeeze=False)
+    for ax, figure in zip(axes[0], figures, strict=True):
+        sel = table[table["figure"] == figure]
+        scale = 100.0 if figure.startswith("share ") else 1.0
+        groups = sel.groupby(by, sort=True) if by else [("all", sel)]
+        for name, g in groups:
+            dates = pd.to_datetime(g["run_date"])
+            est, lo, hi = (g[c].to_numpy(dtype=float) * scale for c in ("estimate", "lo", "hi"))
+            ax.errorbar(dates, est, yerr=[est - lo, hi - est], fmt="o-", capsize=3, label=str(name))
+        ax.set_title(figure + (" (%)" if scale == 100 else ""))
+        ax.grid(alpha=0.3)
+        ax.tick_params(axis="x", rotation=20)
+        if by:
+            ax.legend(fontsize=8)
+    fig.suptitle("Headline figures per run date, with intervals" + (f" -- {note}" if note else ""), fontsize=10)
+    fig.tight_layout()
+    return fig

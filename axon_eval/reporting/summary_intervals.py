@@ -1,0 +1,36 @@
+"""The headline figures of a run with their intervals, as lines for the CLI summary (issue 21 section 1):
+the mean score and the share in each band, each with its 95% interval and n, then the one sentence of
+what the intervals cover (:data:`axon_eval.stats.intervals.INTERVAL_COVERS`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from ..stats.intervals import N_BOOT, SEED, Interval, headline_intervals
+from ..summaries import MixedResultsError
+
+#: The figures the CLI summary gives intervals for (the rest are in report.html and study 09).
+SUMMARY_FIGURES: tuple[str, ...] = ("mean score", "share good", "share partial", "share poor")
+
+
+def interval_lines(results: pd.DataFrame, figures: Sequence[str] = SUMMARY_FIGURES, *, n_boot: int = N_BOOT,
+                   seed: int | None = SEED) -> list[str]:
+    """``"intervals (95%, ...)"`` then one indented line per figure (``estimate (lo-hi), n = ...``; shares
+    as percentages; a figure without an interval says why); nothing when no segment was judged; one line
+    saying why when the results mix judges or rubrics."""
+    if "status" not in results.columns or not (results["status"] == "judged").any():
+        return []
+    try:
+        table = headline_intervals(results, n_boot=n_boot, seed=seed)
+    except MixedResultsError as exc:
+        return [f"intervals: not computed ({exc})"]
+    rows = table.set_index("figure").loc[list(figures)]
+    level = f"{table.attrs['confidence']:.0%}"
+    lines = [f"intervals ({level}; turns resampled, seed {seed}, {n_boot} resamples; Wilson for independent shares):"]
+    for figure, r in rows.iterrows():
+        iv = Interval(r.estimate, r.lo, r.hi, int(r.n), int(r.n_clusters), r.method, r.confidence, note=r.note or "")
+        lines.append(f"  {figure}: {iv.text(share=r.kind == 'share')}")
+    lines.append(f"  {table.attrs['covers']}")
+    return lines

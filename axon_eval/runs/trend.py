@@ -1,0 +1,186 @@
+"""Trends across runs (issue 21 section 5): every headline figure per run date, with its interval,
+read through DuckDB from any set of run folders without copying them.
+
+:func:`open_runs` reads each folder's ``manifest.json`` (small) into a table ``manifests`` and makes one
+SQL view, ``trend_results``, over all their ``results.parquet`` files at once
+(``read_parquet([...], filename=true, union_by_name=true)``, joined to ``manifests`` on the file name):
+DuckDB scans the files where they are. :func:`trend` refuses runs whose judge (id, prompt) or rubric
+ids differ -- a trend across a judge change measures the change, not the assistant -- unless
+``allow_mixed=True``; then it computes, per run (and per ``by`` group: ``surface``, ``region`` or
+``client``), every headline figure with its interval
+(:func:`axon_eval.stats.intervals.headline_intervals`: cluster bootstrap over turns for means, Wilson
+for shares of independent units; one seed for every run, recorded). ``attrs["read_seconds"]`` is the
+time DuckDB took to read the rows.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..stats.intervals import CONFIDENCE, INTERVAL_COVERS, N_BOOT, SEED, format_value, headline_intervals
+from ..summaries import MixedResultsError
+from .manifest import RunManifest
+
+#: Columns read from every results.parquet (the rest stay on disk).
+TREND_COLUMNS: tuple[str, ...] = (
+    "segment_id", "turn_id", "sample_index", "status", "score", "band", "caps_applied", "intent_understood",
+    "sql_quality", "result_relevance", "answer_faithfulness", "judge_id", "prompt_version", "rubric_id",
+)
+#: The groupings a trend may be broken down by.
+TREND_BY: tuple[str, ...] = ("surface", "region", "client")
+MANIFEST_COLUMNS: tuple[str, ...] = ("run_id", "run_dir", "results_file", "run_date", "status", "judge_id",
+                                     "prompt_version", "rubric_id", "judge_endpoint", "n_segments")
+
+
+def run_manifests(run_dirs: Iterable[str | Path]) -> pd.DataFrame:
+    """One row per run folder (:data:`MANIFEST_COLUMNS`), in run-date order. A folder without a manifest
+    or a ``results.parquet`` is a ValueError naming it."""
+    rows = []
+    for d in run_dirs:
+        folder = Path(d)
+        results = folder / "results.parquet"
+        if not results.is_file():
+            raise ValueError(f"{folder} is not a run folder with results: no results.parquet")
+        m = RunManifest.read(folder)
+        rows.append({"run_id": m.run_id, "run_dir": str(folder), "results_file": str(results.resolve()),
+                     "run_date": m.started_at, "status": m.status, "judge_id": m.judge_id,
+                     "prompt_version": m.prompt_version, "rubric_id": m.rubric_id,
+                     "judge_endpoint": m.judge_endpoint, "n_segments": m.counts.segments})
+    if not rows:
+        raise ValueError("no run folders given: a trend needs at least one run")
+    out = pd.DataFrame(rows, columns=list(MANIFEST_COLUMNS))
+    dup = out["results_file"][out["results_file"].duplicated()]
+    if len(dup):
+        raise ValueError(f"run folder given twice: {dup.iloc[0]}")
+    return out.sort_values(["run_date", "run_id"], kind="stable").reset_index(drop=True)
+
+
+def open_runs(run_dirs: Iterable[str | Path], *, by: Sequence[str] = ()) -> tuple[Any, pd.DataFrame]:
+    """A DuckDB connection holding the ``manifests`` table and the ``trend_results`` view (see the
+    module docstring), and the manifests frame."""
+    import duckdb
+
+    manifests = run_manifests(run_dirs)
+    con = duckdb.connect()
+    try:  # a terminal would get a progress bar on a long read; Jupyter without ipywidgets refuses the setting
+        con.execute("SET enable_progress_bar = false")
+    except duckdb.Error:
+        pass
+    con.register("manifests_df", manifests)
+    con.execute("CREATE TABLE manifests AS SELECT * FROM manifests_df")
+    con.unregister("manifests_df")
+    files = manifests["results_file"].tolist()
+    cols = ", ".join(f'r."{c}"' for c in (*TREND_COLUMNS, *by))
+    listing = "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in files) + "]"
+    con.execute(
+        f"CREATE VIEW trend_results AS SELECT m.run_dir, m.run_id, m.run_date, {cols} "
+        f"FROM read_parquet({listing}, filename=true, union_by_name=true) AS r "
+        "JOIN manifests AS m ON r.filename = m.results_file")
+    return con, manifests
+
+
+def identity_problems(con: Any) -> list[str]:
+    """The judge and rubric ids the runs mix, from both their manifests and their result rows."""
+    problems = []
+    for col, what in (("judge_id", "judge ids"), ("prompt_version", "judge prompts"), ("rubric_id", "rubric ids")):
+        ids = sorted({str(v) for (v,) in con.execute(
+            f"SELECT DISTINCT {col} FROM trend_results WHERE {col} IS NOT NULL "
+            f"UNION SELECT DISTINCT {col} FROM manifests WHERE {col} IS NOT NULL").fetchall()})
+        if len(ids) > 1:
+            problems.append(f"{len(ids)} {what} {ids}")
+    return problems
+
+
+def _arrow_strings() -> dict[Any, Any]:
+    import pyarrow as pa
+
+    return {pa.string(): pd.StringDtype("pyarrow"), pa.large_string(): pd.StringDtype("pyarrow")}
+
+
+_ARROW_STRINGS = _arrow_strings()
+
+
+def read_runs(run_dirs: Iterable[str | Path], *, by: Sequence[str] = (), allow_mixed: bool = False
+              ) -> tuple[pd.DataFrame, pd.DataFrame, list[str], float]:
+    """Every result row of the runs (:data:`TREND_COLUMNS` and ``by``, with ``run_id`` and ``run_date``)
+    read through the ``trend_results`` view, the manifests, the identity problems
+    (:func:`identity_problems`) and the seconds the read took. Mixed judge or rubric ids raise
+    :class:`~axon_eval.summaries.MixedResultsError` unless ``allow_mixed``."""
+    con, manifests = open_runs(run_dirs, by=by)
+    try:
+        problems = identity_problems(con)
+        if problems and not allow_mixed:
+            raise MixedResultsError("runs mix " + " and ".join(problems) + "; a trend across a judge or rubric "
+                                    "change measures the change: pass allow_mixed=True (--allow-mixed) to join them knowingly")
+        t0 = time.perf_counter()
+        rel = con.sql("SELECT * FROM trend_results")
+        table = rel.to_arrow_table() if hasattr(rel, "to_arrow_table") else rel.arrow()
+        # strings stay Arrow-backed: no Python object per cell (the read of 2,000,000 rows stays in seconds)
+        rows = table.to_pandas(types_mapper=_ARROW_STRINGS.get)
+        read_seconds = time.perf_counter() - t0
+    finally:
+        con.close()
+    return rows, manifests, problems, read_seconds
+
+
+def trend(run_dirs: Iterable[str | Path], *, by: str | None = None, allow_mixed: bool = False,
+          n_boot: int = N_BOOT, seed: int | None = SEED, confidence: float = CONFIDENCE) -> pd.DataFrame:
+    """Every headline figure of every run (and ``by`` group), one row each: ``run_dir``, ``run_id``, ``run_date``,
+    [``by``], ``figure``, ``kind``, ``estimate``, ``lo``, ``hi``, ``n``, ``n_clusters``, ``method``,
+    ``note``; shares as fractions. Raises :class:`~axon_eval.summaries.MixedResultsError` when the runs
+    mix judge, prompt or rubric ids, unless ``allow_mixed`` (then ``attrs["mixed"]`` says what is
+    mixed). ``attrs``: ``read_seconds``, ``n_runs``, ``n_rows``, ``covers``, ``seed``, ``n_boot``,
+    ``confidence``, ``mixed``."""
+    if by is not None and by not in TREND_BY:
+        raise ValueError(f"by must be one of {TREND_BY} or None, got {by!r}")
+    groups = (by,) if by else ()
+    rows, manifests, problems, read_seconds = read_runs(run_dirs, by=groups, allow_mixed=allow_mixed)
+    keys = ["run_dir", "run_id", "run_date", *groups]  # run_dir: two folders may share a run id
+    parts = []
+    for key, frame in rows.groupby(keys, sort=False, dropna=False):
+        table = headline_intervals(frame.drop(columns=keys), n_boot=n_boot, seed=seed, confidence=confidence,
+                                   allow_mixed=True)
+        parts.append(table.assign(**dict(zip(keys, key, strict=True))))
+    columns = [*keys, "figure", "kind", "estimate", "lo", "hi", "n", "n_clusters", "method", "note"]
+    out = pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
+    order = {r: i for i, r in enumerate(manifests["run_dir"])}
+    out = out.assign(_order=out["run_dir"].map(order)).sort_values(["_order", *groups], kind="stable") \
+        .drop(columns="_order").reset_index(drop=True)
+    out.attrs.update({"read_seconds": read_seconds, "n_runs": len(manifests), "n_rows": len(rows),
+                      "covers": INTERVAL_COVERS, "seed": seed, "n_boot": n_boot, "confidence": confidence,
+                      "mixed": "; ".join(problems) if problems else None, "by": by})
+    return out
+
+
+def wide(table: pd.DataFrame, figures: Sequence[str] = ("mean score", "share good", "share partial", "share poor")) -> pd.DataFrame:
+    """A table for people: one row per run (and group), one column per figure as ``estimate (lo to hi)``
+    (shares as percentages), and n."""
+    keys = [c for c in ("run_dir", "run_id", "run_date", *TREND_BY) if c in table.columns]
+    sel = table[table["figure"].isin(figures)].copy()
+    sel["text"] = [
+        (f"{format_value(r.estimate, share=r.kind == 'share')} ({format_value(r.lo, share=r.kind == 'share')} to "
+         f"{format_value(r.hi, share=r.kind == 'share')})") if pd.notna(r.lo) and pd.notna(r.hi)
+        else format_value(r.estimate, share=r.kind == "share")
+        for r in sel.itertuples(index=False)]
+    out = sel.pivot_table(index=keys, columns="figure", values="text", aggfunc="first", sort=False)[list(figures)]
+    n = sel[sel["figure"] == figures[0]].set_index(keys)["n"]
+    out["n"] = n
+    return out.reset_index()
+
+
+def format_trend(table: pd.DataFrame) -> str:
+    """The trend as text for the CLI: the wide table, how long the read took, and what intervals cover."""
+    lines = [wide(table).drop(columns="run_dir", errors="ignore").to_string(index=False)]
+    a = table.attrs
+    if a.get("mixed"):
+        lines.append(f"MIXED RUNS: {a['mixed']} (joined because allow_mixed was set)")
+    lines.append(f"{a.get('n_runs', '?')} run(s), {a.get('n_rows', 0):,} result rows read by DuckDB in "
+                 f"{a.get('read_seconds', float('nan')):.2f} s; intervals {a.get('confidence', CONFIDENCE):.0%}, "
+                 f"seed {a.get('seed')}, {a.get('n_boot')} resamples.")
+    lines.append(a.get("covers", INTERVAL_COVERS))
+    return "\n".join(lines)
