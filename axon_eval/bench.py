@@ -91,6 +91,7 @@ def bench_scoring(n_rows: int = 1_000_000, loop_rows: int | None = None, seed: i
 STUDY_BENCHES: list[tuple[str, str]] = [
     ("axon_eval.bench_noise", "bench_noise"),
     ("axon_eval.bench_sensitivity", "bench_sensitivity"),
+    ("axon_eval.bench_panels", "bench_panels"),
 ]
 
 
