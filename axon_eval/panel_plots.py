@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+from matplotlib import colormaps
 from matplotlib.figure import Figure
 
 from .plots import cell_text_colour, save_figure, save_titled_figure  # noqa: F401  (re-exported for the notebook)
@@ -32,6 +33,8 @@ PANEL_SIMULATED_PREFIX = "SIMULATED: "
 PANEL_SIZE_COLOURS = ("#546e7a", "#1565c0", "#6a1b9a", "#ef6c00")
 #: Most Pareto panels named on the frontier figure (the cheapest ones; the rest are drawn, not named).
 MAX_FRONTIER_LABELS = 8
+#: Background of a heatmap cell whose correlation is undefined (written ``n/a``).
+UNDEFINED_CELL_COLOUR = "#e0e0e0"
 #: Colours of the escalation curves, in the order the panels are given.
 ESCALATION_COLOURS = ("#1565c0", "#c62828", "#2e7d32", "#6a1b9a", "#ef6c00")
 
@@ -112,12 +115,12 @@ def error_correlation_heatmap(matrix: pd.DataFrame, *, target: str = "score", si
     side = max(4.5, 0.9 * n + 2.5)
     fig = Figure(figsize=(side + 1.2, side), layout="constrained")
     ax = fig.add_subplot()
-    image = ax.imshow(np.ma.masked_invalid(values), cmap="RdBu_r", vmin=-1, vmax=1)
-    image.cmap.set_bad("#e0e0e0")
+    cmap = colormaps["RdBu_r"].with_extremes(bad=UNDEFINED_CELL_COLOUR)
+    image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, vmin=-1, vmax=1)
     for i in range(n):
         for j in range(n):
             v = values[i, j]
-            background = image.cmap(image.norm(v)) if math.isfinite(v) else "#e0e0e0"
+            background = image.cmap(image.norm(v)) if math.isfinite(v) else UNDEFINED_CELL_COLOUR
             ax.text(j, i, "n/a" if not math.isfinite(v) else f"{v:.2f}", ha="center", va="center", fontsize=8,
                     color=cell_text_colour(background))
     labels = [short_member(m) for m in members]
