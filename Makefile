@@ -47,8 +47,8 @@ bench: $(STAMP) ## benchmarks: prints a table, writes runs/<date>_bench/bench.js
 data: $(STAMP) ## rebuild everything under data/ from axon_eval.fixtures (deterministic)
 	$(VPY) -m axon_eval.fixtures --out data
 
-studies: $(STAMP) ## run every study notebook (notebooks/0[2-9]_*.ipynb) into runs/
-	@shopt -s nullglob; nbs=(notebooks/0[2-9]_*.ipynb); \
+studies: $(STAMP) ## run every study notebook (notebooks/02_*.ipynb onwards) into runs/
+	@shopt -s nullglob; nbs=(notebooks/0[2-9]_*.ipynb notebooks/[1-9][0-9]_*.ipynb); \
 	if [ $${#nbs[@]} -eq 0 ]; then echo "no study notebooks yet (notebooks/02_*.ipynb ...)"; fi; \
 	for nb in "$${nbs[@]}"; do $(VPY) -m axon_eval run $$nb || exit 1; done
 

@@ -35,6 +35,7 @@ from .table import BenchRow, format_table, row
 STUDY_BENCHES: list[tuple[str, str]] = [
     ("axon_eval.bench.noise", "bench_noise"),
     ("axon_eval.bench.sensitivity", "bench_sensitivity"),
+    ("axon_eval.bench.panels", "bench_panels"),
 ]
 
 

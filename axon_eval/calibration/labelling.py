@@ -457,3 +457,20 @@ def known_from_results(results: pd.DataFrame) -> dict[str, bool]:
     captured = (res["answer_captured"].astype(bool) if "answer_captured" in res.columns
                 else res["answer_faithfulness"].notna())
     return dict(zip(res["segment_id"], captured, strict=True))
+
+
+def load_panel_labels(path: str | Path, known_segment_ids: Iterable[str] | None = None
+                      ) -> tuple[pd.DataFrame, list[Any], bool]:
+    """Labels for study 10 from ``path``: constructed labels (``<dimension>_min``/``_max`` columns, read by
+    :func:`axon_eval.labels.load_labels`) or a labelling sheet / imported labels file (validated by
+    :func:`import_labels`). Returns ``(labels, problems, constructed)``: either frame
+    is what :func:`axon_eval.stats.panels.panel_labels` takes; ``problems`` are the sheet's rejected lines."""
+    from ..labels import load_labels
+
+    path = Path(path)
+    with path.open(encoding="utf-8-sig") as fh:
+        header = next(csv.reader(fh), [])
+    if f"{DIMENSIONS[0]}_min" in header:
+        return load_labels(path), [], True
+    labels, problems = import_labels(path, known_segment_ids)
+    return labels, list(problems), False

@@ -52,7 +52,7 @@ FALLBACK_KERNEL = "python3"
 
 #: Kind of a parameter whose default is ``None`` (the default cannot say). Any other ``None`` default is
 #: text (a path, a spec or a name). See :func:`parameter_kind`.
-NULL_DEFAULT_KINDS: dict[str, str] = {"limit": "int", "row_horizon": "int", "max_cost_usd": "number"}
+NULL_DEFAULT_KINDS: dict[str, str] = {"limit": "int", "row_horizon": "int", "max_cost_usd": "number", "budget_usd_per_1k": "number", "member_runs": "any", "member_judges": "list", "member_costs": "mapping"}
 #: What each kind accepts, as the error message says it.
 KIND_TEXT: dict[str, str] = {"int": "an integer", "number": "a number", "bool": "true or false", "text": "text",
                              "list": "a list such as [1, 2]", "mapping": "a mapping such as {a: 1}",
