@@ -423,3 +423,109 @@ def test_judge_many_turns_exceptions_into_error_records_and_bounds_concurrency()
     assert records[2].error == "RuntimeError: boom"
     with pytest.raises(ValueError, match="concurrency"):
         SlowJudge("s", (1, 2, 3, 4)).judge_many(make_views(1), concurrency=0)
+
+
+# -- unscorable members and combinations (issue 19 item 1) ---------------------------------------------
+FAITH_ONLY = {"intent_understood": 0, "sql_quality": 0, "result_relevance": 0, "answer_faithfulness": 1}
+
+
+def _sample_views():
+    from axon_eval.evidence import load_turns
+    from axon_eval.judges.heuristic import HeuristicJudge
+
+    turns, _invalid = load_turns("data/turns/sample_turns.jsonl")
+    views = build_views(turns, Rubric.default())
+    heuristic = HeuristicJudge()
+    faith = {v.segment_id: heuristic.judge(v).verdict.answer_faithfulness for v in views}
+    null = [v for v in views if faith[v.segment_id] is None]
+    uncapped = [v for v in views if faith[v.segment_id] is not None
+                and not any(getattr(v.facts, f) for f in ("all_sql_failed", "ended_on_failure", "no_tools"))]
+    assert null and uncapped  # the sample holds segments without an answer, and uncapped answered ones
+    return turns, null, uncapped, faith
+
+
+def test_ensemble_under_a_faithfulness_only_rubric_reports_null_faithfulness_unscorable():
+    from axon_eval.judges.heuristic import HeuristicJudge
+    from axon_eval.runs.rows import SegmentItem, results_frame, score_pair
+    from axon_eval.scoring import UNSCORABLE_PREFIX, UnscorableError
+    from axon_eval.summaries import segment_table
+
+    turns, null, uncapped, faith = _sample_views()
+    rubric = Rubric.default().with_weights(FAITH_ONLY)
+    ens = EnsembleJudge([HeuristicJudge(), HeuristicJudge(lexicon="none")], rubric=rubric)
+    view = null[0]
+    rec = ens.judge(view)  # raised UnscorableError out of the ensemble before
+    assert rec.judged and rec.verdict.answer_faithfulness is None
+    with pytest.raises(UnscorableError) as expected:
+        score_turn(rec.verdict.subscores(), view.facts, rubric)
+    for m in rec.extra["members"]:
+        assert m["band"] is None and m["score"] is None and m["raw_score"] is None and m["error"] is None
+        assert m["unscorable_reason"] == expected.value.reason
+        assert m["unscorable_reason"].startswith(UNSCORABLE_PREFIX) and "answer_faithfulness" in m["unscorable_reason"]
+    assert rec.extra["unscorable_reason"] == expected.value.reason
+    assert not any("bands differ" in r for r in rec.extra["disagreement_reasons"])
+
+    # an answered, uncapped segment is scored as before: 10 * faithfulness (all the weight on it)
+    other = uncapped[0]
+    scored = ens.judge(other)
+    assert scored.extra["unscorable_reason"] is None
+    for m in scored.extra["members"]:
+        assert m["unscorable_reason"] is None and m["band"] in ("good", "partial", "poor")
+        assert m["score"] == pytest.approx(10.0 * m["subscores"]["answer_faithfulness"])
+    assert scored.extra["members"][0]["score"] == pytest.approx(10.0 * faith[other.segment_id])
+
+    # the run path: the ensemble's record is unjudged "verdict could not be scored: unscorable: ...", and
+    # the summaries count the segment unscorable with that reason, never banded poor
+    turn = {t.turn_id: t for t in turns}
+    rows = []
+    for v, r in ((view, rec), (other, scored)):
+        facts = {**v.facts.to_dict()} if hasattr(v.facts, "to_dict") else dict(v.facts)
+        rows.append(score_pair(SegmentItem.from_view(v, turn[v.turn_id], facts), r, rubric)[0])
+    bad, good = rows
+    assert bad["status"] == "unjudged" and bad["band"] is None and np.isnan(bad["score"])
+    assert bad["error"] == f"verdict could not be scored: {expected.value.reason}"
+    assert good["status"] == "judged" and good["score"] == pytest.approx(10.0 * scored.verdict.answer_faithfulness)
+    table = segment_table(results_frame(rows)).set_index("segment_id")
+    assert table.loc[view.segment_id, "status"] == "unscorable"
+    assert expected.value.reason in table.loc[view.segment_id, "error"]
+    assert table.loc[other.segment_id, "status"] == "judged"
+
+
+def test_ensemble_member_unscorable_beside_a_banded_member_is_a_disagreement_never_poor():
+    from axon_eval.judges.heuristic import HeuristicJudge
+
+    _turns, null, _uncapped, _faith = _sample_views()
+    view = null[0]
+    rubric = Rubric.default().with_weights(FAITH_ONLY)
+    rec = EnsembleJudge([HeuristicJudge(), FixedJudge("f", (8, 8, 8, 7))], rubric=rubric).judge(view)
+    heur, fixed = rec.extra["members"]
+    assert heur["band"] is None and heur["unscorable_reason"].startswith("unscorable: ")
+    expected = score_turn(dict(zip(DIMENSIONS, (8, 8, 8, 7))), view.facts, rubric)
+    assert fixed["score"] == expected.score and fixed["band"] == expected.band and fixed["unscorable_reason"] is None
+    assert rec.extra["disagreement"]
+    assert rec.extra["disagreement_reasons"][0] == f"1 of 2 scored members unscorable under rubric {rubric.id}: heuristic"
+    # the combination keeps the one observed faithfulness, so it is scorable
+    assert rec.verdict.answer_faithfulness == 7 and rec.extra["unscorable_reason"] is None
+
+
+def test_members_frame_rescoring_under_a_faithfulness_only_rubric_leaves_null_members_unbanded():
+    from axon_eval.judges.heuristic import HeuristicJudge
+
+    _turns, null, uncapped, _faith = _sample_views()
+    views = [null[0], uncapped[0]]
+    records = EnsembleJudge([HeuristicJudge(), FixedJudge("f", (8, 8, 8, None))]).judge_many(views, progress=False)
+    rubric = Rubric.default().with_weights(FAITH_ONLY)
+    frame = members_frame(records, rubric=rubric)  # IndexError (band code 3) before
+    assert list(frame.columns) == list(MEMBER_COLUMNS)
+    null_faith = frame["answer_faithfulness"].isna()
+    assert null_faith.sum() == 3  # both members on the unanswered segment, the fixed member on the other
+    assert frame.loc[null_faith, "band"].isna().all() and frame.loc[null_faith, "score"].isna().all()
+    assert frame.loc[null_faith, "unscorable_reason"].str.startswith("unscorable: ").all()
+    assert not (frame["band"] == "poor").loc[null_faith].any()
+    scored = frame.loc[~null_faith]
+    assert len(scored) == 1 and scored["unscorable_reason"].isna().all()
+    assert scored["score"].iloc[0] == pytest.approx(10.0 * scored["answer_faithfulness"].iloc[0])
+    # under the nominal rubric nothing is unscorable and the recorded scores are kept
+    nominal = members_frame(records, rubric=Rubric.default())
+    assert nominal["unscorable_reason"].isna().all()
+    pd.testing.assert_series_equal(nominal["score"], members_frame(records)["score"])

@@ -26,12 +26,21 @@ ensemble(spec, spec, ..., reducer=mean|median|majority, disagree_at=<points>)
     ``extra["facts"]`` (:func:`axon_eval.stats.noise.members_frame` with ``rubric=``).
 
     ``extra`` holds ``members`` (per member, in spec order: ``judge_id``, ``verdict``, ``subscores``
-    (the four values), ``raw_score``, ``score``, ``band``, ``error``, ``cached``, ``latency_ms``,
+    (the four values), ``raw_score``, ``score``, ``band``, ``unscorable_reason``, ``error``, ``cached``, ``latency_ms``,
     ``input_tokens``, ``output_tokens``, ``cache_read_tokens``, ``cost_usd``), ``spread`` (population sd
     and range per dimension), ``disagreement``, ``disagreement_reasons``, ``disagree_at``,
-    ``verdicts_differ``, ``facts`` (the three cap facts), ``rubric_id``, ``reducer``, ``n_members`` and
-    ``n_judged``. A failed member is recorded there; all members failed -> error record. Tokens and cost
-    are summed over members (cost ``None`` if any member's is unknown).
+    ``verdicts_differ``, ``facts`` (the three cap facts), ``rubric_id``, ``reducer``, ``n_members``,
+    ``n_judged`` and ``unscorable_reason``. A failed member is recorded there; all members failed -> error
+    record. Tokens and cost are summed over members (cost ``None`` if any member's is unknown).
+
+    A judged member (or combination) the ensemble's rubric cannot score
+    (:class:`~axon_eval.scoring.UnscorableError`: e.g. all the weight on faithfulness and faithfulness
+    null) is never banded and never a 0: the member keeps its subscores and verdict, its ``raw_score``,
+    ``score`` and ``band`` are ``None`` and its ``unscorable_reason`` is the scorer's reason (``None``
+    for a scored member); members banded alongside unscorable ones are a disagreement (reason
+    ``"k of n scored members unscorable under rubric <id>: <ids>"``). The combined verdict is still
+    returned (a run scores it, and reports it unjudged with ``verdict could not be scored: unscorable:
+    <reason>``); ``extra["unscorable_reason"]`` is the combination's reason under the ensemble's rubric.
 
 replay(run_folder)
     The stored records of an earlier run (``<run>/verdicts.jsonl``) looked up by
@@ -86,7 +95,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..rubric import BANDS, CAP_FACTS, DIMENSIONS, Rubric
-from ..scoring import score_arrays, score_turn
+from ..scoring import UnscorableError, score_arrays, score_turn
 from ..view import EvidenceView
 from .base import Judge, JudgeRecord, Verdict, run_sync
 from .cache import VerdictCache
@@ -199,9 +208,14 @@ class EnsembleJudge(Judge):
                                 "error": record.error, "cached": record.cached, "latency_ms": record.latency_ms,
                                 "input_tokens": record.input_tokens, "output_tokens": record.output_tokens,
                                 "cache_read_tokens": record.cache_read_tokens, "cost_usd": record.cost_usd}
+        info["unscorable_reason"] = None
         if record.judged and record.verdict is not None:
-            scored = score_turn(record.verdict.subscores(), facts, self.rubric)
-            info.update(raw_score=scored.raw_score, score=scored.score, band=scored.band)
+            try:
+                scored = score_turn(record.verdict.subscores(), facts, self.rubric)
+            except UnscorableError as exc:  # judged, but the rubric cannot score it: never banded, never a 0
+                info["unscorable_reason"] = exc.reason
+            else:
+                info.update(raw_score=scored.raw_score, score=scored.score, band=scored.band)
         return info
 
     def combine(self, view: EvidenceView, sample_index: int, member_records: list[JudgeRecord]) -> JudgeRecord:
@@ -241,6 +255,11 @@ class EnsembleJudge(Judge):
         if len(set(bands)) > 1:
             # named best first so the reason reads the same whatever the member order
             reasons.insert(0, "scored bands differ: " + ", ".join(sorted(set(bands), key=_BAND_RANK.__getitem__)))
+        unscorable = [m["judge_id"] for m in members_info if m["unscorable_reason"] is not None]
+        if unscorable and bands:
+            # some members banded, others not scorable at all: the members differ on what can be scored
+            reasons.insert(0, f"{len(unscorable)} of {len(bands) + len(unscorable)} scored members unscorable under "
+                              f"rubric {self.rubric.id}: {', '.join(unscorable)}")
         labels = [r.verdict.verdict for r in judged if r.verdict is not None]
         extra["spread"] = spread
         extra["disagreement"] = bool(reasons)
@@ -254,6 +273,11 @@ class EnsembleJudge(Judge):
                        + " | ".join(f"[{r.judge_id}: {r.verdict.verdict}] {r.verdict.explanation}"
                                     for r in judged if r.verdict is not None))
         verdict = Verdict(**combined, verdict=_majority_verdict(labels), explanation=explanation)
+        try:
+            score_turn(verdict.subscores(), facts, self.rubric)
+            extra["unscorable_reason"] = None
+        except UnscorableError as exc:  # the run scores the verdict and reports it unscorable with this reason
+            extra["unscorable_reason"] = exc.reason
         return JudgeRecord(segment_id=view.segment_id, judge_id=self.judge_id, model=self.model,
                            prompt_version=self.prompt_version, sample_index=sample_index, verdict=verdict,
                            cache_key=self.cache_key(view, sample_index), extra=extra, **common)

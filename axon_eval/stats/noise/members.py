@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...rubric import BANDS, CAP_FACTS, DIMENSIONS, Rubric
-from ...scoring import score_arrays
+from ...rubric import CAP_FACTS, DIMENSIONS, Rubric
+from ...scoring import score_frame
 
 
 # =============================================================================================
@@ -17,7 +17,7 @@ from ...scoring import score_arrays
 # =============================================================================================
 MEMBER_COLUMNS: tuple[str, ...] = (
     "segment_id", "sample_index", "member", "judge_id", "ensemble_judge_id", *DIMENSIONS, "verdict", "error",
-    "raw_score", "score", "band", *CAP_FACTS, "rubric_id", "input_tokens", "output_tokens", "cache_read_tokens",
+    "raw_score", "score", "band", "unscorable_reason", *CAP_FACTS, "rubric_id", "input_tokens", "output_tokens", "cache_read_tokens",
     "cost_usd", "latency_ms", "cached",
 )
 
@@ -30,7 +30,8 @@ def members_frame(records: Iterable[Any], rubric: Rubric | None = None) -> pd.Da
     Scores: the member score the ensemble recorded (its rubric, capped with the view's trajectory
     facts, stored in ``extra``); with ``rubric`` given, every judged member is re-scored from its
     subscores and the recorded facts under that rubric. A failed member has NaN subscores and score
-    and its ``error``. Raises ``ValueError`` naming a record that is not an ensemble record.
+    and its ``error``; a judged member the rubric cannot score has its subscores, NaN score, no band and
+    the scorer's reason in ``unscorable_reason`` (never banded, never a 0). Raises ``ValueError`` naming a record that is not an ensemble record.
     """
     rows = []
     for rec in records:
@@ -48,6 +49,7 @@ def members_frame(records: Iterable[Any], rubric: Rubric | None = None) -> pd.Da
                    **{d: (np.nan if subs.get(d) is None else float(subs[d])) for d in DIMENSIONS},
                    "verdict": m.get("verdict"), "error": m.get("error"),
                    "raw_score": _num(m.get("raw_score")), "score": _num(m.get("score")), "band": m.get("band"),
+                   "unscorable_reason": m.get("unscorable_reason"),
                    **{f: facts.get(f) for f in CAP_FACTS}, "rubric_id": extra.get("rubric_id"),
                    **{c: _num(m.get(c)) for c in ("input_tokens", "output_tokens", "cache_read_tokens", "cost_usd",
                                                   "latency_ms")},
@@ -59,15 +61,18 @@ def members_frame(records: Iterable[Any], rubric: Rubric | None = None) -> pd.Da
         if frame.loc[judged, list(CAP_FACTS)].isna().any().any():
             raise ValueError("cannot re-score members: some records lack extra['facts'] (written before facts were "
                              "recorded)")
-        subs = frame.loc[judged, list(DIMENSIONS)].to_numpy(dtype=np.float64, na_value=np.nan)
-        fact_arr = frame.loc[judged, list(CAP_FACTS)].to_numpy(dtype=bool)
-        raw, score, code = score_arrays(subs, fact_arr, rubric)
+        inputs = frame.loc[judged, list(DIMENSIONS)].astype("float64")
+        for f in CAP_FACTS:
+            inputs[f] = frame.loc[judged, f].astype(bool)
+        scored = score_frame(inputs, rubric)  # an unscorable member: NaN score, no band, the scorer's reason
         frame["raw_score"] = np.nan
         frame["score"] = np.nan
         frame["band"] = None
-        frame.loc[judged, "raw_score"] = raw
-        frame.loc[judged, "score"] = score
-        frame.loc[judged, "band"] = np.asarray(BANDS, dtype=object)[code]
+        frame["unscorable_reason"] = None
+        frame.loc[judged, "raw_score"] = scored["raw_score"].to_numpy()
+        frame.loc[judged, "score"] = scored["score"].to_numpy()
+        frame.loc[judged, "band"] = scored["band"].astype(object).where(scored["band"].notna(), None).to_numpy()
+        frame.loc[judged, "unscorable_reason"] = scored["unscorable_reason"].astype(object).to_numpy()
         frame["rubric_id"] = rubric.id
     return frame
 
