@@ -40,7 +40,9 @@ verdict/band cross-check can disagree. A decision list, first match wins (:func:
    judge cannot tie to the asked entity, or a period wider than asked.
 3. ``good`` otherwise.
 
-The score band is still computed (``details["band"]``) and stated in the explanation.
+The score band is still computed (``details["band"]``) and stated in the explanation; a segment the
+rubric cannot score has no score and no band (``None``, never ``poor``) and the scorer's reason in
+``details["unscorable_reason"]``.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ from typing import Any
 
 from ...evidence import facts_from_statuses
 from ...rubric import BANDS, CAP_FACTS, DIMENSIONS, Rubric
-from ...scoring import score_arrays
+from ...scoring import UNSCORABLE_CODE, UnscorableError, score_arrays, score_turn
 from ..base import Judge, JudgeRecord, Verdict
 from .claims import SUPPORTED, UNSUPPORTED, UNVERIFIABLE, ClaimCheck
 from .common import CheckResult
@@ -158,8 +160,9 @@ class HeuristicJudge(Judge):
         subscores = {"intent_understood": intent.score, "sql_quality": sql_q.score,
                      "result_relevance": relevance.score, "answer_faithfulness": faith.score}
         facts = facts_from_statuses(len(view.steps), [s.status for s in view.sql_steps])
-        score, band = _score_and_band(tuple(subscores[d] for d in DIMENSIONS),
-                                      tuple(getattr(facts, f) for f in CAP_FACTS), self.rubric)
+        score_key = (tuple(subscores[d] for d in DIMENSIONS), tuple(getattr(facts, f) for f in CAP_FACTS), self.rubric)
+        score, band = _score_and_band(*score_key)
+        unscorable = _unscorable_reason(*score_key) if band is None else None
         verdict, rule = decide_verdict(profile, evidence, targeting, relevance, faith, claims)
         injections = list(evidence.injections) + [("answer", t) for t in detect_injection(view.answer)]
         explanation = _explain(view, answer_step, intent, sql_q, relevance, faith, claims, injections, rule,
@@ -175,6 +178,7 @@ class HeuristicJudge(Judge):
             "lexicon": lex.name,
             "score": score,
             "band": band,
+            "unscorable_reason": unscorable,
         }
         return Verdict(**subscores, verdict=verdict, explanation=explanation), details
 
@@ -195,16 +199,29 @@ class HeuristicJudge(Judge):
 
 
 @lru_cache(maxsize=1024)
-def _score_and_band(subscores: tuple[int | None, ...], facts: tuple[bool, ...], rubric: Rubric) -> tuple[float, str]:
+def _score_and_band(subscores: tuple[int | None, ...], facts: tuple[bool, ...], rubric: Rubric
+                    ) -> tuple[float | None, str | None]:
     """The scorer's score and band of one judgement (subscores in ``DIMENSIONS`` order, facts in
     ``CAP_FACTS`` order) through the kernel :func:`~axon_eval.scoring.score_turn` shares with the
     vectorised path (same numbers by construction), without building the audit record the judge does
-    not use. Memoised: subscores are small integers, so a few dozen combinations recur across
-    thousands of views and each would otherwise pay numpy's per-call overhead (emptied by
+    not use; ``(None, None)`` when the rubric cannot score it (never banded, never poor; the reason is
+    :func:`_unscorable_reason`). Memoised: subscores are small integers, so a few dozen combinations recur
+    across thousands of views and each would otherwise pay numpy's per-call overhead (emptied by
     ``clear_caches``)."""
     subs = [[math.nan if s is None else s for s in subscores]]
     _raw, score, code = score_arrays(subs, [list(facts)], rubric)
+    if int(code[0]) == UNSCORABLE_CODE:
+        return None, None
     return float(score[0]), BANDS[int(code[0])]
+
+
+def _unscorable_reason(subscores: tuple[int | None, ...], facts: tuple[bool, ...], rubric: Rubric) -> str | None:
+    """The scorer's reason a judgement cannot be scored under ``rubric`` (``None`` when it can)."""
+    try:
+        score_turn(dict(zip(DIMENSIONS, subscores, strict=True)), dict(zip(CAP_FACTS, facts, strict=True)), rubric)
+    except UnscorableError as exc:
+        return exc.reason
+    return None
 
 
 def decide_verdict(profile: Any, evidence: Any, targeting: Targeting, relevance: CheckResult,
@@ -253,7 +270,7 @@ def decide_verdict(profile: Any, evidence: Any, targeting: Targeting, relevance:
 
 def _explain(view: Any, answer_step: Any, intent: CheckResult, sql_q: CheckResult,
              relevance: CheckResult, faith: CheckResult, claims: list[ClaimCheck],
-             injections: list[tuple[str, str]], rule: str, score: float, band: str,
+             injections: list[tuple[str, str]], rule: str, score: float | None, band: str | None,
              segment_answer: str | None, verdict: str = "", targeting: Targeting | None = None) -> str:
     """A few sentences naming the specifics: mismatched filters, incomplete sets, unsupported claims."""
     parts: list[str] = []
@@ -294,5 +311,6 @@ def _explain(view: Any, answer_step: Any, intent: CheckResult, sql_q: CheckResul
     if injections:
         parts.append("Instruction-like text in the evidence was ignored, no credit given (" + "; ".join(
             f"{where}: \"{text}\"" for where, text in injections) + ").")
-    parts.append(f"Score {score:g} ({band}); verdict {verdict or band}" + (f": {rule}." if rule else "."))
+    parts.append((f"Score {score:g} ({band})" if band is not None else "Not scored: the rubric cannot score it")
+                 + f"; verdict {verdict or band}" + (f": {rule}." if rule else "."))
     return " ".join(parts)
