@@ -485,6 +485,8 @@ def score_human_labels(labels: pd.DataFrame, results_df: pd.DataFrame, rubric: A
     from the segment's trajectory facts in ``results_df``): adds ``human_score`` and ``human_score_band``.
 
     Label rows of segments absent from ``results_df`` (not judged) are dropped here; the caller counts them.
+    A label the rubric cannot score (e.g. all the weight on a null faithfulness) gets NaN ``human_score``,
+    ``human_score_band`` ``None`` and the scorer's reason in ``human_unscorable_reason`` (``None`` otherwise).
     """
     from ..rubric import Rubric
     from ..scoring import score_frame
@@ -500,20 +502,29 @@ def score_human_labels(labels: pd.DataFrame, results_df: pd.DataFrame, rubric: A
         frame[f] = facts.loc[lab["segment_id"], f].to_numpy()
     scored = score_frame(frame.reset_index(drop=True), rubric)
     lab["human_score"] = scored["score"].to_numpy()
-    lab["human_score_band"] = scored["band"].astype(str).to_numpy()
+    # a label the rubric cannot score has no band (None, never "nan" and never poor) and the scorer's reason
+    lab["human_score_band"] = scored["band"].astype(object).where(scored["band"].notna(), None).to_numpy()
+    lab["human_unscorable_reason"] = scored["unscorable_reason"].to_numpy()
     return lab.reset_index(drop=True)
+
+
+def _median_band(bands: list[str]) -> str | None:
+    """The ordinal median of some bands, a tie toward the worse one; ``None`` without any (unscorable)."""
+    return BANDS[int(np.ceil(np.median(band_codes(bands))))] if bands else None
 
 
 def consensus(scored_labels: pd.DataFrame) -> pd.DataFrame:
     """One row per segment from several raters: ``human_score`` = mean of the raters' scores,
     ``human_score_sd``; ``human_verdict`` = the ordinal median of the raters' verdicts, a tie between two
-    bands resolved toward the worse one (conservative); ``n_raters``."""
+    bands resolved toward the worse one (conservative); ``n_raters``. Raters whose label the rubric cannot
+    score are left out of ``human_score`` and ``human_score_band``; a segment none of whose labels can be
+    scored has NaN ``human_score`` and ``human_score_band`` ``None`` (never poor)."""
     g = scored_labels.assign(_code=band_codes(scored_labels["verdict"].tolist())).groupby("segment_id", sort=True)
     out = pd.DataFrame({
         "human_score": g["human_score"].mean(),
         "human_score_sd": g["human_score"].std(ddof=1),
         "human_verdict": [BANDS[int(np.ceil(np.median(v)))] for _, v in g["_code"]],
-        "human_score_band": [BANDS[int(np.ceil(np.median(band_codes(v.tolist()))))] for _, v in g["human_score_band"]],
+        "human_score_band": [_median_band([b for b in v.tolist() if isinstance(b, str)]) for _, v in g["human_score_band"]],
         "n_raters": g["rater"].nunique(),
     })
     return out.reset_index()
@@ -553,7 +564,9 @@ def calibration_pairs(results_df: pd.DataFrame, human_labels: pd.DataFrame, *, r
     the human consensus (:func:`consensus`), the stratum columns and the design ``weight``.
 
     ``design`` (segment_id, weight[, stratum]) comes from the labelling pack's ``design.json``; without it
-    every segment weighs 1 (a census: e.g. the constructed labels cover every segment).
+    every segment weighs 1 (a census: e.g. the constructed labels cover every segment). Segments whose
+    human labels the rubric cannot score have no human score to pair: they are left out of the rows and
+    listed in ``attrs["unscorable_labels"]`` (segment_id -> the scorer's reason).
     """
     res = one_row_per_segment(results_df, allow_mixed=allow_mixed)
     missing = [c for c in HUMAN_LABEL_COLUMNS[:-1] if c not in human_labels.columns]
@@ -563,6 +576,14 @@ def calibration_pairs(results_df: pd.DataFrame, human_labels: pd.DataFrame, *, r
     if scored.empty:
         raise ValueError("no labelled segment was judged in the results")
     cons = consensus(scored)
+    # a segment whose labels the rubric cannot score has no human score to compare: listed, not paired
+    no_human = cons["human_score"].isna().to_numpy()
+    reasons = scored.groupby("segment_id", sort=True)["human_unscorable_reason"].first()
+    unscorable = {str(sid): reasons.get(sid) for sid in cons.loc[no_human, "segment_id"]}
+    cons = cons.loc[~no_human]
+    if cons.empty:
+        raise ValueError(f"no labelled, judged segment can be scored under the rubric ({len(unscorable)} unscorable, "
+                         f"e.g. {next(iter(unscorable.items()), None)})")
     keep = ["segment_id", "score", "band", *(c for c in ("judge_verdict", "judge_id") if c in res.columns),
             *(s for s in strata if s != "band" and s in res.columns)]
     pairs = res[keep].rename(columns={"score": "judge_score", "band": "judge_band"}).merge(cons, on="segment_id")
@@ -583,6 +604,7 @@ def calibration_pairs(results_df: pd.DataFrame, human_labels: pd.DataFrame, *, r
         pairs["weight"] = 1.0
     pairs["agree"] = pairs["judge_band"] == pairs["human_verdict"]
     pairs["delta"] = pairs["judge_score"] - pairs["human_score"]
+    pairs.attrs["unscorable_labels"] = unscorable
     return pairs
 
 

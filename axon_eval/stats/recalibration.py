@@ -132,7 +132,7 @@ from scipy.optimize import lsq_linear, minimize
 
 from ..labels import LABELS_NOTE
 from ..rubric import BANDS, CAP_FACTS, DIMENSIONS, Rubric
-from ..scoring import _effective_caps, score_arrays, score_turn
+from ..scoring import UNSCORABLE_CODE, _effective_caps, score_arrays, score_frame, score_turn
 from .agreement import cohens_kappa
 from .sensitivity import Segments, segments_from_results
 
@@ -668,8 +668,16 @@ def cv_folds(verdict: Sequence[str], n_folds: int = 5, seed: int = 0) -> np.ndar
 
 
 def band_kappa(data: LabelledSegments, rubric: Rubric) -> float:
-    """Cohen's kappa of the scorer's band under ``rubric`` against the labelled verdict (all of ``data``)."""
+    """Cohen's kappa of the scorer's band under ``rubric`` against the labelled verdict (all of ``data``).
+
+    A rubric that leaves a segment unscorable gives it no band (never poor): refused with a
+    ``ValueError`` naming the segments and the scorer's reason."""
     _raw, _score, code = score_arrays(data.subscores, data.facts, rubric)
+    bad = np.flatnonzero(code == UNSCORABLE_CODE)
+    if len(bad):
+        reason = score_frame(data.frame().iloc[bad[:1]], rubric)["unscorable_reason"].iloc[0]
+        raise ValueError(f"band_kappa: rubric {rubric.label} leaves {len(bad)} segment(s) unscorable (first ids "
+                         f"{[str(i) for i in data.segment_ids[bad[:5]]]}; {reason}); they have no band to compare")
     return cohens_kappa([BANDS[c] for c in code], list(data.verdict))
 
 
