@@ -183,9 +183,14 @@ def number_support(m: NumberMention, cells: Sequence[Cell], context: str = "",
     if named:
         cells = [c for c in cells if c.source not in ("row", "sum", "text", "row_count") or c.column in named]
     if stems is not None:
-        # row counts count rows, not the named measure: they do not support "12 yellow cards"
+        # row counts count rows, not the named measure: they do not support "12 yellow cards";
+        # except the row count of a statement that lists one row per id of the named thing
+        # ("277 loans" over a listing with a loan_id column)
+        keyed = {c.step for c in cells if c.source == "row" and len(c.column) >= 2 and c.column[-1] == "id"
+                 and c.column[-2].startswith(stems)}
         pool = [c for c in cells if c.source not in ("row", "sum", "text", "row_count")
-                or (c.source != "row_count" and any(p.startswith(stems) for p in c.column))]
+                or (c.source != "row_count" and any(p.startswith(stems) for p in c.column))
+                or (c.source == "row_count" and c.step in keyed)]
     else:
         pool = list(cells)
     # whether a cell reads as a fraction matters only to percentages and basis points
@@ -304,6 +309,21 @@ def name_supported(name: str, corpus: str) -> bool:
             return True
         idx = corpus.find(needle, idx + 1)
     return False
+
+
+def name_form_supported(name: str, corpus: str, lexicon: Lexicon = DEFAULT) -> bool:
+    """Another form of a one-word name occurs in the evidence text: the place an adjective or
+    demonym stands for ("Swedish" -> Sweden, :meth:`Lexicon.places_of`), or the singular of a
+    plural or capitalised column word ("ISBNs" -> ``isbn``, "Seniors" -> 'senior'). Names of more
+    than one word must occur as written (:func:`name_supported`)."""
+    word = name.strip()
+    if not word or " " in word:
+        return False
+    if any(name_supported(place, corpus) for place in lexicon.places_of(word)):
+        return True
+    low = word.lower()
+    forms = {_stem(low), low[:-1] if low.endswith("s") else low} - {low}
+    return any(len(f) >= 3 and name_supported(f, corpus) for f in forms)
 
 
 def _claims(answer: str, skip: Sequence[tuple[int, int]],

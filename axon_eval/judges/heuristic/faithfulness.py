@@ -42,6 +42,7 @@ from .claims import (
     affiliation_partner,
     derived_support,
     injection_spans,
+    name_form_supported,
     name_supported,
     number_support,
 )
@@ -175,7 +176,7 @@ def check_faithfulness(profile: QuestionProfile, evidence: Evidence, answer: str
             checks.append(ClaimCheck(t.token, "date", status, "" if ok else "date not in the retrieved rows",
                                      t.start, t.end))
         elif t.kind == "name":
-            ok = name_supported(t.token, evidence.corpus)
+            ok = name_supported(t.token, evidence.corpus) or name_form_supported(t.token, evidence.corpus, lex)
             status = SUPPORTED if ok else (UNVERIFIABLE if trunc and not evidence.searched_absent(t.token)
                                            else UNSUPPORTED)
             reason = "" if ok else "name not in the rows, tool output or question"

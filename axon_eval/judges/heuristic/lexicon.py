@@ -27,6 +27,11 @@ lexicon file (all optional)::
     name_edges:      [<generic words trimmed from the ends of a name>]
     count_units:     [<nouns after a count that a shown-rows count rule leaves alone>]
 
+Core word lists kept as YAML (:data:`CORE_FILES`, read by every lexicon, ``none`` included; they are
+not domain lexicons and cannot be selected): ``demonyms.yaml`` maps adjectival and demonym forms to
+place names (``swedish`` -> ``sweden``), so "our Swedish partner" is supported by a row holding
+Sweden and "French partners" is answered by ``country = 'France'``.
+
 Lexicons only add recall: measures, units and entity kinds are read from the evidence itself
 (table and column names, row values, WHERE literals, schema discovery output) with or without one.
 """
@@ -138,6 +143,15 @@ please compare contrast rank sort order group split break find name count sum ca
 estimate plot chart graph describe explain identify summarise summarize report return get fetch pull
 display provide check look break
 """.split())
+#: ISO 4217 codes (the common ones) and unit tokens written in capitals next to a figure: in
+#: "Valencia EUR 7,897.50" or "Northgate MWh 310" the code belongs to the figure, not to the name.
+CURRENCY_CODES = frozenset("""
+eur usd gbp sek nok dkk chf jpy cny rmb aud nzd cad hkd sgd inr brl mxn zar pln czk huf ron bgn isk try
+rub krw twd thb idr myr php vnd aed sar ils egp ngn kes clp cop pen ars uyu
+""".split())
+UNIT_TOKENS = frozenset("""
+kwh mwh gwh twh kw mw gw kva kg km kb mb gb tb mph kph rpm psi ppm btu hp cc ml
+""".split())
 #: Particles inside a name (``of`` is not one: "A of B" is a player and his team).
 CONNECTORS = frozenset({"de", "da", "van", "von", "der", "du", "la", "le", "di", "al", "el"})
 
@@ -171,6 +185,13 @@ class Lexicon:
     not_names: frozenset[str]
     name_edges: frozenset[str]
     count_units: frozenset[str] = field(default_factory=frozenset)
+    #: adjective / demonym -> the place names it stands for (core, :data:`CORE_FILES`)
+    demonyms: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def places_of(self, word: str) -> tuple[str, ...]:
+        """The place names (lower case) the adjective or demonym ``word`` stands for (``Swedish`` ->
+        ``("sweden",)``); ``()`` when ``word`` is none."""
+        return self.demonyms.get(word.strip().lower(), ())
 
     def related(self, word: str) -> frozenset[str]:
         """``word`` and its synonyms (lower case)."""
@@ -182,10 +203,32 @@ class Lexicon:
         return self.abbreviations.get(code.strip().lower(), ())
 
 
+#: YAML files of ``lexicons/`` that hold core word lists (read by every lexicon), not a domain lexicon.
+CORE_FILES = ("demonyms",)
+
+
+def read_demonyms() -> dict[str, tuple[str, ...]]:
+    """``demonyms.yaml``: adjective / demonym (lower case) -> place names (lower case), read once into
+    :data:`DEMONYMS` (configuration, like the lexicon files). A malformed entry raises ``ValueError``
+    naming it."""
+    ref = resources.files(__package__) / "lexicons" / "demonyms.yaml"
+    data = yaml.safe_load(ref.read_bytes().decode("utf-8")) or {}
+    out: dict[str, tuple[str, ...]] = {}
+    for word, places in (data.get("demonyms") or {}).items():
+        if not isinstance(places, list) or not places or not all(isinstance(p, str) and p for p in places):
+            raise ValueError(f"demonyms.yaml: entry {word!r} must list place names, got {places!r}")
+        out[str(word).strip().lower()] = tuple(p.strip().lower() for p in places)
+    return out
+
+
+DEMONYMS: dict[str, tuple[str, ...]] = read_demonyms()
+
+
 def available_lexicons() -> list[str]:
-    """Names of the lexicon files in the package (plus ``none``)."""
+    """Names of the domain lexicon files in the package (plus ``none``; the core files excluded)."""
     folder = resources.files(__package__) / "lexicons"
-    return sorted(["none", *(p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml"))])
+    return sorted(["none", *(p.name.removesuffix(".yaml") for p in folder.iterdir()
+                             if p.name.endswith(".yaml") and p.name.removesuffix(".yaml") not in CORE_FILES)])
 
 
 DEFAULT_LEXICON = "sports"
@@ -205,7 +248,7 @@ def _load_lexicon(name: str) -> Lexicon:
         if not re.fullmatch(r"[a-z0-9_-]+", name):
             raise ValueError(f"invalid lexicon name {name!r}")
         ref = resources.files(__package__) / "lexicons" / f"{name}.yaml"
-        if not ref.is_file():
+        if not ref.is_file() or name in CORE_FILES:
             raise ValueError(f"no heuristic lexicon {name!r}; available: {available_lexicons()}")
         data = yaml.safe_load(ref.read_bytes().decode("utf-8")) or {}
     return build_lexicon(name, data)
@@ -248,6 +291,7 @@ def build_lexicon(name: str, data: dict[str, Any]) -> Lexicon:
         not_names=CORE_NOT_NAMES | {str(w).lower() for w in data.get("not_names") or ()},
         name_edges=CORE_NAME_EDGES | {str(w).lower() for w in data.get("name_edges") or ()},
         count_units=frozenset(str(w).lower() for w in data.get("count_units") or ()),
+        demonyms=DEMONYMS,
     )
 
 

@@ -19,8 +19,9 @@ def check_sql_quality(profile: QuestionProfile, evidence: Evidence, answer_step:
       narrowing filter/one-sided join, a fan-out join inflating an aggregate, a statistic or position
       the SQL does not compute, a LIMIT that cuts a set asked for in full, a LIMIT below the
       asked top N); unfiltered entity on a result larger than the horizon -3; missing aggregation
-      for how-many/total/average over several rows -2; unparseable SQL -3; no ORDER BY for a top-N
-      question -2.
+      for how-many/total/average over several rows -2 (-3 beyond the horizon), except a how-many
+      answered with a listing's full recorded ``row_count`` (:func:`~.targeting.listing_count`:
+      sound, a note only); unparseable SQL -3; no ORDER BY for a top-N question -2.
     """
     r = CheckResult(10)
     facts = _facts(evidence)
@@ -77,7 +78,7 @@ def check_sql_quality(profile: QuestionProfile, evidence: Evidence, answer_step:
         score -= 3
         r.findings.append(f"step {answer_step.index} does not filter on {', '.join(targeting.unfiltered)}: "
                           f"it fetches {answer_step.total} rows instead")
-    if profile.wants_aggregate and answer_step.total > 1 and not unfiltered and (
+    if profile.wants_aggregate and answer_step.total > 1 and not unfiltered and not targeting.listing_count and (
             not sql.aggregates or answer_step.total > horizon):
         score -= 3 if answer_step.total > horizon else 2
         r.findings.append(f"the question asks for a count/total/average but step {answer_step.index} "

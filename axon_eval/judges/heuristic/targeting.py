@@ -83,6 +83,8 @@ class Targeting:
     wrong_statistic: list[str] = field(default_factory=list)
     #: the answering statement selects its subject by an id the judge cannot tie to the asked entity
     opaque_scope: bool = False
+    #: a count answered from the full row count of a listing (sound: no aggregation deduction)
+    listing_count: str = ""
     #: how filters were read (``state = 'TX' read as Texas``)
     notes: list[str] = field(default_factory=list)
 
@@ -143,9 +145,72 @@ def _has_words(text: str, words: str) -> bool:
     return False
 
 
+def column_word(entity: str, sql: SqlAnalysis, literal_text: str = "") -> str:
+    """The SQL word a one-word capitalised or plural question word stands for ("Seniors" for the
+    literal 'senior', "ISBNs" for the column ``isbn``, "Copies" for the table ``copies``), or ``""``.
+
+    Its lower-case form or its singular (:func:`~.text._stem`) must be a part of a referenced column,
+    table or output alias, or a whole word of a string literal: then the question word names what
+    the SQL counts or filters, not an entity the rows must show. Names of more than one word are
+    never read this way."""
+    if " " in entity.strip():
+        return ""
+    low = entity.strip().lower()
+    for form in dict.fromkeys((low, _stem(low), low[:-1] if low.endswith("s") else low)):
+        if len(form) >= 3 and (form in sql.identifiers or form in sql.aliases
+                               or _has_words(literal_text.lower(), form)):
+            return form
+    return ""
+
+
+_HOW_OFTEN = re.compile(r"\bhow often\b", re.I)
+_SHARE_CUES = re.compile(r"\bpercent|%|\bshare\b|\brate\b|\bproportion\b", re.I)
+#: output-alias words that name a share computed as a fraction (``late_fraction``)
+SHARE_ALIAS_PARTS = frozenset({"fraction", "proportion", "frac"})
+
+
+def share_computed(question: str, sql: SqlAnalysis) -> str:
+    """How ``sql`` answers a question that reads as asking for a percentage without naming one in
+    its identifiers, or ``""``:
+
+    * the mean of a condition (``AVG(CASE WHEN late THEN 1 ELSE 0 END)``): a fraction in [0, 1],
+      the share of rows meeting it, which an answer may state as a percentage;
+    * an output alias naming a fraction or proportion (``late_fraction``);
+    * "how often" with no other share word (percent, share, rate, proportion), answered by a COUNT:
+      a frequency is a number of times, not necessarily a percentage.
+    """
+    if "avg" in sql.aggregates and sql.conditional_agg:
+        return "the mean of a condition (a fraction)"
+    if sql.aliases & SHARE_ALIAS_PARTS:
+        return "a fraction (output " + "/".join(sorted(sql.aliases & SHARE_ALIAS_PARTS)) + ")"
+    if _HOW_OFTEN.search(question) and not _SHARE_CUES.search(_HOW_OFTEN.sub(" ", question)) \
+            and "count" in sql.aggregates:
+        return "a count (\"how often\" asks for a number of times)"
+    return ""
+
+
+_COUNT_QUESTION = re.compile(r"\bhow many\b|\bnumber of\b", re.I)
+
+
+def listing_count(profile: QuestionProfile, info: StepInfo, answer: str | None) -> str:
+    """A note when a how-many question is answered from the full row count of a listing: the
+    statement aggregates nothing, the capture records its full ``row_count`` (larger than the rows
+    shown), and the answer states exactly that count. The count is the rows' own size, so it is
+    sound (the agent read ``row_count``, it did not count shown rows by hand); ``""`` otherwise."""
+    if not answer or not _COUNT_QUESTION.search(profile.text) or info.sql.aggregates:
+        return ""
+    if not info.count_known or info.total <= info.shown:
+        return ""
+    if any(not m.percent and m.value == info.total for m in extract_numbers(answer)):
+        return (f"the count {info.total:,} is the listing's full row count (step {info.index}), "
+                "not a count of the shown rows")
+    return ""
+
+
 def filter_maps_to(profile: QuestionProfile, f: SqlFilter, entity: str | None = None) -> str:
     """How a filter literal relates to the question's words: ``"same"`` (the question writes it),
-    ``"lexicon"`` (an abbreviation or synonym of the lexicon), ``"abbreviation"`` (its letters spell
+    ``"lexicon"`` (an abbreviation or synonym of the lexicon, or a place the entity is the adjective
+    or demonym of: ``France`` for "French", :meth:`Lexicon.places_of`), ``"abbreviation"`` (its letters spell
     the entity's initials or the start of it), or ``""`` (the judge cannot map it)."""
     value = f.value.strip().strip("%")
     low = value.lower()
@@ -159,6 +224,10 @@ def filter_maps_to(profile: QuestionProfile, f: SqlFilter, entity: str | None = 
         return "lexicon"
     related = lex.related(low) | lex.related(_stem(low))
     if any(r in profile.norm.split() or _stem(r) in profile.stems for r in related if r != low):
+        return "lexicon"
+    # an adjective or demonym of the place the literal names ("French" partners: country = 'France')
+    if any(low in lex.places_of(tgt) for tgt in targets) or (
+            entity is None and any(low in lex.places_of(w) for w in profile.norm.split())):
         return "lexicon"
     if any(_is_abbreviation(value, tgt) for tgt in targets):
         return "abbreviation"
@@ -640,6 +709,10 @@ def assess_targeting(profile: QuestionProfile, info: StepInfo, horizon: int,
         e = ent.lower()
         if e in literal_text:
             continue
+        word = column_word(ent, sql, literal_text)
+        if word:
+            t.notes.append(f"{ent} read as the word {word!r} of the SQL, not a name")
+            continue
         mapped = [f for f in specific if filter_maps_to(profile, f, ent)] or [
             lit for lit in (SqlFilter("literal", "eq", v, True) for v in sql.raw_literals)
             if filter_maps_to(profile, lit, ent) in ("lexicon", "abbreviation")]
@@ -698,6 +771,8 @@ def assess_targeting(profile: QuestionProfile, info: StepInfo, horizon: int,
         if where == "alias" and sql.count_only and not sql.arithmetic and not sql.conditional_agg:
             t.wrong_scope.append(f"the question asks for {meas} but the SQL only names a COUNT '{meas}' "
                                  "without any condition that selects them")
+        elif where == "" and meas == "percentage" and share_computed(profile.text, sql):
+            t.notes.append("the share is computed as " + share_computed(profile.text, sql))
         elif where == "" and (profile.wants_aggregate or not profile.lexicon.measures[meas][0].search(info.text)):
             # a measure word the shown rows hold as a value ("who scored the try" over rows of
             # event_type 'try') is a thing being looked up, not a quantity left uncomputed
@@ -728,6 +803,9 @@ def assess_targeting(profile: QuestionProfile, info: StepInfo, horizon: int,
     if asked and all(m in t.missing_measure for m in asked) and sql.aggregates:
         t.wrong_scope.append(f"the question asks for {', '.join(sorted(asked))} but the SQL aggregates something "
                              "else")
+    t.listing_count = listing_count(profile, info, answer)
+    if t.listing_count:
+        t.notes.append(t.listing_count)
     _threshold_findings(profile, sql, t)
     for f in sql.filters:
         if f.is_string or f.op not in ("gt", "gte", "lt", "lte"):

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .lexicon import CONNECTORS, DEFAULT, INJECTION, ORDINAL_WORDS, SCALE_WORDS, WORD_NUMBERS, Lexicon
+from .lexicon import (CONNECTORS, CURRENCY_CODES, DEFAULT, INJECTION, ORDINAL_WORDS, SCALE_WORDS, UNIT_TOKENS,
+                      WORD_NUMBERS, Lexicon)
 
 
 # =============================================================================================
@@ -220,6 +221,18 @@ def _is_acronym(word: str) -> bool:
     return 2 <= len(word) <= 5 and word.isupper() and word.isalpha()
 
 
+_FIGURE_AFTER = re.compile(r"[ \u00a0]?[-+(]?[$€£¥]?\d")
+_FIGURE_BEFORE = re.compile(r"\d[\d,.]*[ \u00a0]?$")
+_FIGURE_CODES = CURRENCY_CODES | UNIT_TOKENS
+
+
+def figure_code(text: str, word: str, start: int, end: int) -> bool:
+    """``word`` (at ``[start, end)`` of ``text``) is a currency code or unit token written next to a
+    figure ("Valencia EUR 7,897.50", "310 MWh"): it belongs to the figure, never to a name."""
+    return word.lower() in _FIGURE_CODES and bool(
+        _FIGURE_AFTER.match(text, end) or _FIGURE_BEFORE.search(text[max(0, start - 24):start]))
+
+
 _SENTENCE_START = re.compile(r"(?:[.!?:;]\s+|\n\s*|[\[(]\s*|\d+[.)]\s+|\s-\s+|^\s*)")
 _POSSESSIVE = re.compile(r"['’]s$")
 
@@ -237,7 +250,8 @@ def extract_names(text: str, lexicon: Lexicon = DEFAULT) -> list[TextMention]:
     A sequence of two or more capitalised words counts anywhere (after trimming generic edge words:
     ``The``, ``Pool``, ``Final``...); a single capitalised word counts only mid-sentence and when it
     is not a common word (so sentence starters are not names). All-caps words (SQL keywords, acronyms)
-    and possessive ``'s`` are dropped.
+    and possessive ``'s`` are dropped. A currency code or unit token next to a figure
+    (:func:`figure_code`: "Norwich Millennium GBP 1,483.51") ends the name before it.
     """
     starts: set[int] | None = None  # read only for one-word names, so found on first need
     words = [(m.group(0), m.start(), m.end()) for m in _WORD.finditer(text)]
@@ -246,9 +260,9 @@ def extract_names(text: str, lexicon: Lexicon = DEFAULT) -> list[TextMention]:
     while i < len(words):
         w, s, e = words[i]
         if _is_acronym(w) and i + 1 < len(words) and _is_cap(words[i + 1][0]) and text[e:words[i + 1][1]] == " " \
-                and words[i + 1][0].lower() not in lexicon.name_edges:
+                and words[i + 1][0].lower() not in lexicon.name_edges and not figure_code(text, w, s, e):
             pass  # an acronym opening a name ("DHL Express")
-        elif not _is_cap(w):
+        elif not _is_cap(w) or figure_code(text, w, s, e):
             i += 1
             continue
         seq = [(w, s, e)]
@@ -256,7 +270,7 @@ def extract_names(text: str, lexicon: Lexicon = DEFAULT) -> list[TextMention]:
         while j < len(words):
             nw, ns, ne = words[j]
             gap = text[seq[-1][2]:ns]
-            if gap not in (" ", "\u00a0"):
+            if gap not in (" ", "\u00a0") or figure_code(text, nw, ns, ne):
                 break
             if _is_cap(nw) or (_is_acronym(nw) and _is_cap(seq[-1][0])):
                 seq.append((nw, ns, ne))
@@ -281,7 +295,7 @@ def extract_names(text: str, lexicon: Lexicon = DEFAULT) -> list[TextMention]:
             word, ws, we = seq[0]
             if starts is None:
                 starts = _sentence_starts(text)
-            if ws in starts or word.lower() in lexicon.not_names or len(word) < 3:
+            if ws in starts or word.lower() in lexicon.not_names or len(word) < 3 or figure_code(text, word, ws, we):
                 continue
         token = text[seq[0][1]:seq[-1][2]]
         out.append(TextMention("name", token, seq[0][1], seq[-1][2], token))
