@@ -537,3 +537,197 @@ def test_people_table_reads_shares_by_name_and_never_shows_none():
     out = people_table(frame)
     assert out.to_dict("list") == {"count": ["62", "15"], "share": ["64%", "n/a"], "mean_score": ["77.5", "n/a"],
                                    "label": ["good", "n/a"]}
+
+
+# -- issue 21: every headline with its interval and n; the first page's claim gate ---------------------
+def plain_cluster_bootstrap(values: pd.Series, clusters: pd.Series, n_boot: int = 2000, seed: int = 0):
+    """An independent oracle: the percentile bootstrap of a mean resampling whole clusters, one replicate
+    at a time with pandas (the clusters' multinomial counts, in order of first appearance, from
+    ``default_rng(seed)``)."""
+    frame = pd.DataFrame({"v": values.to_numpy(), "c": clusters.to_numpy()})
+    by = frame.groupby("c", sort=False)["v"]
+    sums, sizes = by.sum(), by.size()
+    order = pd.unique(frame["c"])
+    sums, sizes = sums.reindex(order), sizes.reindex(order)
+    rng = np.random.default_rng(seed)
+    counts = rng.multinomial(len(order), [1 / len(order)] * len(order), size=n_boot)
+    reps = [float((sums * row).sum() / (sizes * row).sum()) for row in counts]
+    return float(frame["v"].mean()), *np.quantile(reps, [0.025, 0.975])
+
+
+def headline_row(page: str, figure: str) -> tuple[str, str, str, str]:
+    """(estimate, interval, n, turns) of one row of the report's headline table."""
+    row = re.search(rf'<tr><td>{re.escape(figure)}</td><td class="num">([^<]*)</td><td class="num">([^<]*)</td>'
+                    r'<td class="num">([^<]*)</td><td class="num">([^<]*)</td>', page)
+    assert row is not None, f"no headline row for {figure}"
+    return row.groups()
+
+
+def test_the_summary_gives_every_headline_with_its_interval_n_seed_and_what_it_covers(sample_run, tmp_path):
+    from axon_eval.display import fmt_number, fmt_share
+    from axon_eval.stats.intervals import INTERVAL_COVERS
+
+    page = write_report(sample_run.run_dir, output=tmp_path / "r.html").read_text()
+    summary = section(page, "Summary")
+    assert report.esc(INTERVAL_COVERS) in summary and "2,000 resamples, seed 0" in summary
+    seg = report.segment_table(sample_run.results)
+    seg = seg[seg["status"] == "judged"]
+    n, turns = len(seg), seg["turn_id"].nunique()
+    assert (n, turns) == (97, 90)  # bundled turns: the resampled unit is the turn, not the segment
+    est, lo, hi = plain_cluster_bootstrap(seg["score"], seg["turn_id"])
+    assert headline_row(summary, "mean score") == (fmt_number(est), f"{fmt_number(lo)}–{fmt_number(hi)}", "97", "90")
+    assert f"mean {est:.1f} (95% interval {fmt_number(lo)}–{fmt_number(hi)}, n = 97 segments in 90 turns)" in summary
+    good = (seg["band"] == "good").astype(float)
+    est, lo, hi = plain_cluster_bootstrap(good, seg["turn_id"])
+    assert headline_row(summary, "share good") == (fmt_share(est), f"{fmt_share(lo)}–{fmt_share(hi)}", "97", "90")
+    assert f'<td class="num">{fmt_share(est)}</td><td class="num">{fmt_share(lo)}–{fmt_share(hi)}</td></tr>' in summary
+    faithful = seg["answer_faithfulness"].dropna()  # a null is left out, never a 0
+    est, lo, hi = plain_cluster_bootstrap(faithful, seg.loc[faithful.index, "turn_id"])
+    assert headline_row(summary, "mean answer_faithfulness") == (
+        fmt_number(est), f"{fmt_number(lo)}–{fmt_number(hi)}", str(len(faithful)),
+        str(seg.loc[faithful.index, "turn_id"].nunique()))
+    for figure in ("share partial", "share poor", "share capped", "mean intent_understood", "mean sql_quality",
+                   "mean result_relevance"):
+        headline_row(summary, figure)
+    assert not re.search(r">nan<|>None<|\de-\d", summary)
+
+
+def test_one_segment_turns_get_the_wilson_interval_of_statsmodels(sample_run, tmp_path):
+    from statsmodels.stats.proportion import proportion_confint
+
+    from axon_eval.display import fmt_share
+
+    folder = copy_run(sample_run.run_dir, tmp_path / "flat")
+    results = pd.read_parquet(folder / "results.parquet")
+    results["turn_id"] = results["segment_id"]  # every segment its own turn: independent units
+    results.to_parquet(folder / "results.parquet", index=False)
+    summary = section(write_report(folder).read_text(), "Summary")
+    for band in ("good", "poor"):
+        k = int((results["band"] == band).sum())
+        lo, hi = proportion_confint(k, len(results), alpha=0.05, method="wilson")
+        assert headline_row(summary, f"share {band}") == (fmt_share(k / len(results)),
+                                                         f"{fmt_share(lo)}–{fmt_share(hi)}", "97", "97")
+    assert "<td>share good</td>" in summary and ">wilson<" in summary
+
+
+def test_the_large_runs_headlines_have_intervals_in_bounded_memory(large_report):
+    from statsmodels.stats.proportion import proportion_confint
+
+    from axon_eval.display import fmt_share
+
+    folder, path, _ = large_report  # memory is asserted by test_large_run_report_memory_stays_bounded
+    summary = section(path.read_text(encoding="utf-8"), "Summary")
+    results = pd.read_parquet(folder / "results.parquet", columns=["band", "status"])
+    judged = results[results["status"] == "judged"]
+    k = int((judged["band"] == "poor").sum())
+    lo, hi = proportion_confint(k, len(judged), alpha=0.05, method="wilson")
+    assert headline_row(summary, "share poor") == (fmt_share(k / len(judged)), f"{fmt_share(lo)}–{fmt_share(hi)}",
+                                                   "39,900", "39,900")
+    assert headline_row(summary, "mean score")[2:] == ("39,900", "39,900")
+
+
+def test_headline_table_equals_headline_intervals_and_reads_for_people(sample_run):
+    from axon_eval.stats.intervals import format_headline_table, headline_intervals, headline_table
+
+    table = headline_table(sample_run.results)
+    pd.testing.assert_frame_equal(table, headline_intervals(sample_run.results), check_exact=False, rtol=1e-12)
+    assert table.attrs == headline_intervals(sample_run.results).attrs
+    shown = format_headline_table(table)
+    assert list(shown.columns) == ["figure", "estimate", "95% interval", "n", "turns", "method", "note"]
+    assert shown.attrs["covers"] == table.attrs["covers"] and shown.attrs["seed"] == 0
+    cells = " ".join(shown[["estimate", "95% interval"]].to_numpy().ravel())
+    assert "nan" not in cells and "None" not in cells and "%" in cells
+
+
+def calibration_record_for(manifest: dict, *, kappa: float, kappa_lo: float, constructed: bool = False):
+    """A study-05 record of ``manifest``'s judge and rubric with the given band kappa and lower bound."""
+    from axon_eval.stats.calibration_record import CalibrationRecord, gate_passes
+
+    return CalibrationRecord(
+        judge_id=manifest["judge_id"], judge_model=manifest.get("judge_model"),
+        judge_endpoint=manifest.get("judge_endpoint"), prompt_version=manifest.get("prompt_version"),
+        rubric_id=manifest["rubric_id"], evidence={"data/turns/sample_turns.jsonl": "a" * 64},
+        labels={"labels/human.csv": "b" * 64}, labels_constructed=constructed, n=120, kappa=kappa,
+        kappa_lo=kappa_lo, kappa_hi=min(1.0, 2 * kappa - kappa_lo), confidence=0.95, threshold=0.7,
+        gate_passed=gate_passes(kappa_lo), gate_message="gate message")
+
+
+def runs_folder_with(sample_run, root: Path, record=None, *, record_day: str = "2025-01-01",
+                     manifest_changes: dict | None = None) -> tuple[Path, Path | None]:
+    """A runs folder holding a copy of the sample run and, when given, a study-05 run folder with ``record``."""
+    from axon_eval.runs.calibration import write_calibration
+
+    record_path = write_calibration(root / f"{record_day}T000000_05-calibration", record) if record else None
+    run = copy_run(sample_run.run_dir, root / "2025-02-01T000000_evaluate", manifest_changes=manifest_changes)
+    return run, record_path
+
+
+def test_without_a_calibration_record_the_first_page_allows_no_comparative_claim(sample_run, tmp_path):
+    run, _ = runs_folder_with(sample_run, tmp_path / "runs")
+    page = first_page(write_report(run).read_text())
+    assert ('<p class="warn" id="claims"><b>no calibration record: comparative claims are not allowed until study '
+            "05 passes") in page
+
+
+def test_a_matching_record_gates_claims_on_the_kappas_lower_bound_not_its_point(sample_run, tmp_path):
+    manifest = json.loads((sample_run.run_dir / "manifest.json").read_text())
+    passed = calibration_record_for(manifest, kappa=0.81, kappa_lo=0.74)
+    run, path = runs_folder_with(sample_run, tmp_path / "ok", passed)
+    page = first_page(write_report(run).read_text())
+    assert (f'<p class="ok" id="claims"><b>comparative claims allowed: band kappa lower bound 0.74 vs 0.7 (kappa '
+            f"0.81, 95% interval, n = 120 segments, record {path})</b></p>") in page
+    # a point value above 0.7 with a lower bound below it allows nothing
+    point_only = calibration_record_for(manifest, kappa=0.78, kappa_lo=0.62)
+    run, path = runs_folder_with(sample_run, tmp_path / "point", point_only)
+    page = first_page(write_report(run).read_text())
+    assert "comparative claims not allowed: band kappa lower bound 0.62 vs 0.7 (kappa 0.78" in page
+    # a gate passed on constructed labels allows nothing either
+    constructed = calibration_record_for(manifest, kappa=0.9, kappa_lo=0.8, constructed=True)
+    run, _ = runs_folder_with(sample_run, tmp_path / "constructed", constructed)
+    assert "comparative claims not allowed: band kappa lower bound 0.80 vs 0.7" in first_page(write_report(run).read_text())
+
+
+def test_the_newest_record_is_read_and_an_explicit_one_wins(sample_run, tmp_path):
+    from axon_eval.runs.calibration import write_calibration
+
+    manifest = json.loads((sample_run.run_dir / "manifest.json").read_text())
+    run, _ = runs_folder_with(sample_run, tmp_path / "runs", calibration_record_for(manifest, kappa=0.7, kappa_lo=0.5),
+                              record_day="2025-01-01")
+    write_calibration(tmp_path / "runs" / "2025-01-09T000000_05-calibration",
+                      calibration_record_for(manifest, kappa=0.85, kappa_lo=0.76))
+    assert "band kappa lower bound 0.76 vs 0.7" in first_page(write_report(run).read_text())
+    elsewhere = write_calibration(tmp_path / "elsewhere", calibration_record_for(manifest, kappa=0.6, kappa_lo=0.41))
+    page = first_page(write_report(run, calibration=elsewhere).read_text())
+    assert f"band kappa lower bound 0.41 vs 0.7 (kappa 0.60, 95% interval, n = 120 segments, record {elsewhere})" in page
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    page = first_page(write_report(run, calibration=bad).read_text())
+    assert f"the calibration record {bad} could not be read" in page and "comparative claims are not allowed" in page
+
+
+def test_a_stale_record_names_what_differs_and_gives_no_corrected_figures(sample_run, tmp_path):
+    manifest = json.loads((sample_run.run_dir / "manifest.json").read_text())
+    record = calibration_record_for(manifest, kappa=0.9, kappa_lo=0.8)
+    run, path = runs_folder_with(sample_run, tmp_path / "runs", record, manifest_changes={
+        "judge_id": "anthropic:claude-haiku-4-5@judge_v1,t=default", "rubric_id": "0123abcd"})
+    page = first_page(write_report(run).read_text())
+    claim = re.search(r'<p class="warn" id="claims"><b>([^<]*)</b></p>', page)
+    assert claim is not None
+    text = claim.group(1)
+    assert text.startswith(f"calibration stale: judge id differs (record {manifest['judge_id']}, run "
+                           "anthropic:claude-haiku-4-5@judge_v1,t=default)")
+    assert f"calibration stale: rubric id differs (record {manifest['rubric_id']}, run 0123abcd)" in text
+    assert "comparative claims are not allowed and no corrected figures are given for this run" in text
+    assert "claims allowed" not in page and "corrected" not in page.replace("no corrected figures", "")
+
+
+def test_the_report_verb_takes_a_calibration_record(sample_run, tmp_path):
+    from axon_eval import cli
+
+    manifest = json.loads((sample_run.run_dir / "manifest.json").read_text())
+    run, _ = runs_folder_with(sample_run, tmp_path / "runs")
+    from axon_eval.runs.calibration import write_calibration
+
+    path = write_calibration(tmp_path / "study05", calibration_record_for(manifest, kappa=0.8, kappa_lo=0.72))
+    assert cli.main(["report", str(run), "--calibration", str(path)]) == 0
+    assert "comparative claims allowed: band kappa lower bound 0.72 vs 0.7" in first_page((run / "report.html").read_text())

@@ -286,7 +286,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from ..reporting.report import write_report
 
     try:
-        path = write_report(args.run, output=args.output)
+        path = write_report(args.run, output=args.output, calibration=args.calibration)
     except _USAGE_ERRORS as exc:
         return _usage_error(exc)
     print(f"report: {path}")
@@ -484,6 +484,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="write report.html (the audit report) into a run folder")
     p.add_argument("run", help="run folder")
     p.add_argument("--output", default=None, help="write the report here instead of <run>/report.html")
+    p.add_argument("--calibration", default=None, metavar="PATH",
+                   help="the study-05 calibration.json (or its run folder) the first page's claim gate reads "
+                        "(default: the newest 05-calibration run folder beside the run)")
     p.set_defaults(handler=_cmd_report)
 
     p = sub.add_parser("rerun", help="execute a run again from its own folder and compare the results",

@@ -4,11 +4,16 @@ One self-contained file (figures embedded as base64 PNG, styles and a few lines 
 inline; no external file, no network) that can be mailed on its own and stays small for large runs:
 
 * first page: banners for anything that changes what the numbers mean (a judge run against a **local
-  server**, a **simulated** judge, mixed judges or rubrics, a failed run, a dirty working tree), then the
-  run's provenance (judge id, model, prompt version, rubric id and its weights, caps and bands, git
+  server**, a **simulated** judge, mixed judges or rubrics, a failed run, a dirty working tree), then
+  whether **comparative claims** are allowed (:func:`calibration_claim`: the calibration record of study
+  05 for this judge and rubric, its gate read on the band kappa's *lower bound*, or "calibration stale:
+  <what differs>", or "no calibration record"), then the run's provenance (judge id, model, prompt version, rubric id and its weights, caps and bands, git
   commit and dirty flag, endpoint, input file hashes, times, counts, cache, tokens, cost);
 * a note when the run's rubric record does not read (band edges then come from the default rubric);
-* the summary, counting segments (a repeated run's segments by their mean score, with the spread);
+* the summary, counting segments (a repeated run's segments by their mean score, with the spread); every
+  headline figure (mean score, share in each band, share capped, each dimension's mean) with its 95%
+  interval ``lo–hi`` and its n (:func:`axon_eval.stats.intervals.headline_table`), the one sentence of
+  what the intervals cover (:data:`~axon_eval.stats.intervals.INTERVAL_COVERS`) and the bootstrap's seed;
 * the comparison with labels, when labels are given or the run recorded an unchanged labels file: the
   score band's Cohen's kappa first (the rubric's figure, the one published), the judge verdict's beside
   it, each named and with its interval and n (:func:`compare_with_labels`);
@@ -52,6 +57,10 @@ import pandas as pd
 from ..display import fmt_interval, fmt_number, fmt_share, is_missing, people_table
 from ..rubric import BANDS, CAP_FACTS, DIMENSIONS, Rubric
 from ..runs import Run, atomic_write_text
+from ..runs.calibration import CALIBRATION_STUDY, latest_calibration, read_calibration
+from ..stats.agreement import GATE_THRESHOLD
+from ..stats.calibration_record import CalibrationRecord, claims_verdict, staleness
+from ..stats.intervals import format_headline_table, headline_table
 from ..runs.io import read_parquet
 from ..runs.load import audit_path
 from ..urls import InvalidEndpoint, is_loopback_url, mask_url, sanitize_url
@@ -105,6 +114,7 @@ summary{cursor:pointer}
 .banner{background:#b71c1c;color:#fff;font-size:1.25em;font-weight:700;padding:.7em 1em;border-radius:4px;
 margin:.6em 0}
 .muted{color:#666;font-size:.9em}
+.ok{background:#e6f4ea;border:1px solid #8c8;padding:.5em}
 img{max-width:100%;border:1px solid #eee;margin:.3em 0}
 table.all{font-size:.82em}table.all td{padding:.05em .4em}
 table.all th{cursor:pointer;position:sticky;top:0;user-select:none}
@@ -354,11 +364,106 @@ def _provenance_section(m: Mapping[str, Any], banners: Sequence[str] = ()) -> st
     return "\n".join(out)
 
 
+# -- comparative claims: the calibration record --------------------------------------------------------
+def calibration_claim(manifest: Any, record: CalibrationRecord | None, source: str | None = None, *,
+                      problem: str | None = None, searched: str | None = None) -> tuple[bool, str]:
+    """Whether this run may make comparative claims, and the first page's sentence saying why (plain text).
+
+    * ``problem`` (a record that could not be read): not allowed, the problem said;
+    * no ``record``: ``"no calibration record: comparative claims are not allowed until study 05 passes"``
+      (the seed's governance: kappa >= :data:`~axon_eval.stats.agreement.GATE_THRESHOLD` first);
+    * a record whose judge (id, model, endpoint, prompt) or rubric differs from the run's manifest:
+      ``"calibration stale: <what> differs (record X, run Y)"`` for each difference
+      (:func:`~axon_eval.stats.calibration_record.staleness`), not allowed, and no corrected figures;
+    * a matching record: ``"comparative claims allowed|not allowed: band kappa lower bound X vs 0.7
+      (kappa K, 95% interval, n = N segments, record FILE)"``. The gate reads the **lower bound**, never
+      the point value (:func:`~axon_eval.stats.calibration_record.claims_verdict`, which also refuses a
+      gate passed on constructed labels).
+    """
+    m = manifest_fields(manifest)
+    if problem is not None:
+        return False, f"{problem}: comparative claims are not allowed"
+    if record is None:
+        where = f"; none found in a {CALIBRATION_STUDY} run folder under {searched}" if searched else ""
+        return False, (f"no calibration record: comparative claims are not allowed until study 05 passes (the lower "
+                       f"bound of the band kappa's 95% interval at least {GATE_THRESHOLD:g} for this judge and "
+                       f"rubric{where})")
+    stale = staleness(record, m)
+    named = f"record {source}" if source else "the record given"
+    if stale:
+        return False, ("; ".join(stale) + f": comparative claims are not allowed and no corrected figures are given "
+                       f"for this run ({named}, measured on judge {record.judge_id or 'none'}, rubric "
+                       f"{record.rubric_id or 'none'})")
+    allowed, _ = claims_verdict(record, stale)
+    lo = "undefined" if record.kappa_lo is None else f"{record.kappa_lo:.2f}"
+    kappa = "undefined" if record.kappa is None else f"{record.kappa:.2f}"
+    text = (f"comparative claims {'allowed' if allowed else 'not allowed'}: band kappa lower bound {lo} vs "
+            f"{record.threshold:g} (kappa {kappa}, {record.confidence:.0%} interval, n = {record.n} segments, {named})")
+    if record.labels_constructed:
+        text += "; the record's labels are constructed, not people's, so its gate allows no claim"
+    return allowed, text
+
+
+def _calibration_of(calibration: str | Path | CalibrationRecord | None, runs_root: Path
+                    ) -> tuple[CalibrationRecord | None, str | None, str | None, str | None]:
+    """``(record, source, problem, searched)``: the given record (or file / run folder holding one), else
+    the newest study-05 record under ``runs_root`` (:func:`axon_eval.runs.calibration.latest_calibration`);
+    a record that does not read is a problem sentence, not a crash."""
+    if isinstance(calibration, CalibrationRecord):
+        return calibration, "given", None, None
+    path = Path(calibration) if calibration is not None else latest_calibration(runs_root)
+    if path is None:
+        return None, None, None, str(runs_root)
+    try:
+        return read_calibration(path), str(path), None, None
+    except (OSError, ValueError) as exc:
+        return None, str(path), f"the calibration record {path} could not be read ({exc})", None
+
+
+def _claims_paragraph(allowed: bool, text: str) -> str:
+    return f'<p class="{"ok" if allowed else "warn"}" id="claims"><b>{esc(text)}</b></p>'
+
+
 # -- summary --------------------------------------------------------------------------------------
-def _summary_section(s: Mapping[str, Any]) -> str:
+def headline_figures(results: pd.DataFrame, rubric: Rubric | None) -> tuple[pd.DataFrame | None, str | None]:
+    """``(table, problem)``: every headline figure with its interval
+    (:func:`axon_eval.stats.intervals.headline_table`), or ``None`` and the sentence why (no judged
+    segment; results that mix judges or rubrics get no interval)."""
+    if results.empty or "status" not in results.columns or not (results["status"] == JUDGED).any():
+        return None, None
+    try:
+        return headline_table(results, rubric), None
+    except MixedResultsError as exc:
+        return None, f"No intervals: {exc}"
+
+
+def _headline_section(table: pd.DataFrame | None, problem: str | None) -> str:
+    if table is None:
+        return f'<p class="warn">{esc(problem)}</p>' if problem else ""
+    shown = format_headline_table(table)
+    level = shown.columns[2]
+    rows = [(esc(r["figure"]), esc(r["estimate"]), esc(r[level]), fmt_number(r["n"]), fmt_number(r["turns"]),
+             esc(r["method"]), esc(r["note"])) for _, r in shown.iterrows()]
+    boot = "" if table.attrs.get("n_boot") is None else (
+        f" Bootstrap intervals resample whole turns, {fmt_number(table.attrs['n_boot'])} resamples, seed "
+        f"{esc(table.attrs.get('seed'))}; a share whose turns have one segment each gets the Wilson interval.")
+    return "\n".join([
+        f"<h3>Headline figures with their {esc(level)}s</h3>",
+        _table(["figure", "estimate", level, "n (segments)", "turns", "method", "note"], rows, numeric=(1, 2, 3, 4)),
+        f"<p class='muted' id='interval-covers'>{esc(table.attrs.get('covers'))}{boot}</p>",
+    ])
+
+
+def _summary_section(s: Mapping[str, Any], headlines: pd.DataFrame | None = None,
+                     headline_problem: str | None = None) -> str:
     out = ["<h2>Summary</h2>"]
     if s["mixed"]:
         out.append(f'<p class="warn">{esc(s["mixed"])}</p>')
+    shown = format_headline_table(headlines).set_index("figure") if headlines is not None else None
+    level = shown.columns[1] if shown is not None else "95% interval"
+
+    def interval_of(figure: str) -> str:
+        return esc(shown.loc[figure, level]) if shown is not None else "not computed"
     per = s.get("samples_per_segment") or {}
     samples = ""
     if s.get("repeated"):
@@ -368,14 +473,19 @@ def _summary_section(s: Mapping[str, Any]) -> str:
     failed = f", {s['failed_samples']} failed sample(s) of judged segments" if s.get("failed_samples") else ""
     out.append(f"<p>{s['segments']} segment(s){samples}: {s['judged']} judged, {s['unjudged']} unjudged{failed}; "
                f"{s['invalid']} invalid input line record(s). Shares are of the judged segments.</p>")
-    rows = [(_band(b), s["band_counts"][b], fmt_share(s["band_shares"][b])) for b in BANDS]
-    out.append(_table(["band" + (" (of the mean score)" if s.get("repeated") else ""), "segments", "share"],
-                      rows, numeric=(1, 2)))
+    rows = [(_band(b), s["band_counts"][b], fmt_share(s["band_shares"][b]), interval_of(f"share {b}")) for b in BANDS]
+    out.append(_table(["band" + (" (of the mean score)" if s.get("repeated") else ""), "segments", "share", level],
+                      rows, numeric=(1, 2, 3)))
     sc = s["score"]
     if sc["mean"] is not None:
         what = "Per-segment mean score" if s.get("repeated") else "Score"
-        out.append(f"<p>{what}: mean {sc['mean']:.1f}, median {sc['median']:.1f}, min {sc['min']:.1f}, "
+        within = ""
+        if shown is not None:
+            within = (f" ({level} {interval_of('mean score')}, n = {fmt_number(shown.loc['mean score', 'n'])} "
+                      f"segments in {fmt_number(shown.loc['mean score', 'turns'])} turns)")
+        out.append(f"<p>{what}: mean {sc['mean']:.1f}{within}, median {sc['median']:.1f}, min {sc['min']:.1f}, "
                    f"max {sc['max']:.1f}. {s['n_top']} segment(s) scored 100.</p>")
+    out.append(_headline_section(headlines, headline_problem))
     spread = s.get("spread")
     if spread:
         out.append(f"<p>Within-segment spread (segments with 2+ judged samples): score SD mean "
@@ -931,7 +1041,9 @@ def render_report_parts(manifest: Any, results: pd.DataFrame, invalid: Sequence[
                         n_worst: int = DEFAULT_N_WORST, audit_problems: Sequence[str] = (),
                         labels: pd.DataFrame | None = None, labels_source: str | None = None,
                         labels_problem: str | None = None,
-                        ensemble_members: Mapping[tuple[str, int], Mapping[str, Any]] | None = None) -> str:
+                        ensemble_members: Mapping[tuple[str, int], Mapping[str, Any]] | None = None,
+                        calibration: CalibrationRecord | None = None, calibration_source: str | None = None,
+                        calibration_problem: str | None = None, calibration_searched: str | None = None) -> str:
     """The report page from its parts (pure).
 
     ``manifest``: the run manifest (model or dict); ``results``: the results frame; ``invalid``: invalid
@@ -940,11 +1052,15 @@ def render_report_parts(manifest: Any, results: pd.DataFrame, invalid: Sequence[
     that could not be read; ``labels``: labels to compare with (:func:`axon_eval.labels.load_labels`;
     ``labels_source`` names them, ``labels_problem`` says why recorded labels could not be used);
     ``ensemble_members``: ``(segment_id, sample_index) -> extra`` of the ensemble records flagged for
-    disagreement (each member's subscores).
+    disagreement (each member's subscores); ``calibration``: the study-05 record the first page's claim
+    sentence reads (:func:`calibration_claim`; ``calibration_source`` names its file,
+    ``calibration_problem`` says why a record could not be read, ``calibration_searched`` where none was
+    found).
     """
     m = manifest_fields(manifest)
     rubric, rubric_problem = rubric_of_manifest(m)
     summary = _summarise(results, invalid, rubric)
+    headlines, headline_problem = headline_figures(results, rubric)
     segments = segment_table(results, rubric)
     worst_ids = worst_segment_ids(segments, n_worst)
     anchors = {sid: f"w{k}" for k, sid in enumerate(worst_ids)}
@@ -965,6 +1081,8 @@ def render_report_parts(manifest: Any, results: pd.DataFrame, invalid: Sequence[
     if summary["mixed"]:
         parts.append(f'<p class="banner">{esc(summary["mixed"])}</p>')
     parts += [
+        _claims_paragraph(*calibration_claim(m, calibration, calibration_source, problem=calibration_problem,
+                                             searched=calibration_searched)),
         "<p class='muted'>Scores measure whether each captured turn is internally consistent (question, SQL, "
         "rows, answer), as graded by the judge named below and turned into points by plain code. They are "
         "not fact-checked against the world.</p>",
@@ -973,7 +1091,7 @@ def render_report_parts(manifest: Any, results: pd.DataFrame, invalid: Sequence[
     if rubric_problem is not None:
         parts.append(f'<p class="warn">{esc(rubric_problem)}</p>')
     parts += [
-        _summary_section(summary), _labels_section(segments, labels, labels_source, labels_problem),
+        _summary_section(summary, headlines, headline_problem), _labels_section(segments, labels, labels_source, labels_problem),
         _disagreement_section(results, ensemble_members or {}), _figures_section(figures),
         _unjudged_section(summary), _invalid_section(invalid),
     ]
@@ -1046,9 +1164,11 @@ def _recorded_name(m: Mapping[str, Any], path: Path) -> str:
     return str(path)
 
 
-def render_report(run: Run, *, n_worst: int = DEFAULT_N_WORST, labels: str | Path | pd.DataFrame | None = None) -> str:
+def render_report(run: Run, *, n_worst: int = DEFAULT_N_WORST, labels: str | Path | pd.DataFrame | None = None,
+                  calibration: str | Path | CalibrationRecord | None = None) -> str:
     """The report of a run already in memory (what :func:`axon_eval.runs.evaluate` returns): figures
-    from its ``figures/`` folder, else drawn from its results; ``labels`` as :func:`write_report`."""
+    from its ``figures/`` folder, else drawn from its results; ``labels`` and ``calibration`` as
+    :func:`write_report`."""
     m = manifest_fields(run.manifest)
     figures = _figure_uris_from_folder(Path(run.run_dir) / "figures") or \
         _figure_uris_from_results(run.results, _rubric_of(m))
@@ -1058,9 +1178,12 @@ def render_report(run: Run, *, n_worst: int = DEFAULT_N_WORST, labels: str | Pat
     labels, source, labels_problem = _labels_of(m, labels)
     wanted = _flagged_keys(run.results)
     members = stream_ensemble_members(Path(run.run_dir) / "verdicts.jsonl", wanted, problems)
+    record, record_source, record_problem, searched = _calibration_of(calibration, Path(run.run_dir).parent)
     return render_report_parts(m, run.results, list(run.invalid), audit, figures, n_worst=n_worst,
                                audit_problems=problems, labels=labels, labels_source=source,
-                               labels_problem=labels_problem, ensemble_members=members)
+                               labels_problem=labels_problem, ensemble_members=members, calibration=record,
+                               calibration_source=record_source, calibration_problem=record_problem,
+                               calibration_searched=searched)
 
 
 # -- reading a run folder, streaming ----------------------------------------------------------------
@@ -1127,7 +1250,8 @@ def stream_audit(path: Path, wanted: set[str], problems: list[str]) -> Iterator[
 
 
 def write_report(run_folder: str | Path, *, output: str | Path | None = None,
-                 n_worst: int = DEFAULT_N_WORST, labels: str | Path | pd.DataFrame | None = None) -> Path:
+                 n_worst: int = DEFAULT_N_WORST, labels: str | Path | pd.DataFrame | None = None,
+                 calibration: str | Path | CalibrationRecord | None = None) -> Path:
     """Render the report of ``run_folder`` and write it atomically (default ``<run>/report.html``).
 
     Reads ``manifest.json``, the report's columns of ``results.parquet`` and ``invalid.jsonl``, embeds
@@ -1136,7 +1260,10 @@ def write_report(run_folder: str | Path, *, output: str | Path | None = None,
     ``FileNotFoundError`` naming a folder without ``manifest.json``. A gzip ``audit.jsonl.gz`` is read the
     same way. ``labels`` (a labels CSV or frame) adds the comparison with labels; without it the labels
     file the run recorded among its input files is used when it is unchanged (:func:`recorded_labels_file`).
-    An ensemble's flagged segments get each member's subscores from ``verdicts.jsonl``.
+    An ensemble's flagged segments get each member's subscores from ``verdicts.jsonl``. ``calibration``
+    (a ``calibration.json``, a run folder holding one, or a record) is the study-05 record the first page's
+    claim sentence reads; without it the newest record in a ``05-calibration`` run folder beside this run
+    (under the same runs folder) is used, and without any the page says there is none (:func:`calibration_claim`).
     """
     folder = Path(run_folder)
     manifest_path = folder / "manifest.json"
@@ -1151,9 +1278,12 @@ def write_report(run_folder: str | Path, *, output: str | Path | None = None,
     figures = _figure_uris_from_folder(folder / "figures") or _figure_uris_from_results(results, rubric)
     labels_df, source, labels_problem = _labels_of(m, labels)
     members = stream_ensemble_members(folder / "verdicts.jsonl", _flagged_keys(results), problems)
+    record, record_source, record_problem, searched = _calibration_of(calibration, folder.resolve().parent)
     page = render_report_parts(m, results, invalid, stream_audit(audit_path(folder), wanted, problems),
                                figures, n_worst=n_worst, audit_problems=problems, labels=labels_df,
-                               labels_source=source, labels_problem=labels_problem, ensemble_members=members)
+                               labels_source=source, labels_problem=labels_problem, ensemble_members=members,
+                               calibration=record, calibration_source=record_source,
+                               calibration_problem=record_problem, calibration_searched=searched)
     path = Path(output) if output is not None else folder / "report.html"
     atomic_write_text(path, page)
     return path

@@ -51,6 +51,8 @@ INTERVAL_COVERS = ("Each interval covers the sampling of turns (another set of t
                    "same way), not judge error, the rubric's weights, or a human's disagreement with the judge.")
 #: Above this many floats per block the bootstrap weights are built in chunks of replicates.
 _BLOCK_FLOATS = 4_000_000
+#: Multinomial counts per block of :func:`headline_table`'s shared replicates (8 MB of int64).
+_SHARED_BLOCK_COUNTS = 1_000_000
 
 #: A vectorised statistic: ``f(values[n], weights[B, n]) -> estimates[B]`` (weights are the units'
 #: multinomial counts; the point estimate is ``f(values, ones[1, n])[0]``).
@@ -339,3 +341,115 @@ def format_headlines(table: pd.DataFrame) -> list[str]:
         lines.append(f"{r.figure}: {iv.text(share=r.kind == 'share')} [{r.method}]")
     lines.append(table.attrs.get("covers", INTERVAL_COVERS))
     return lines
+
+
+# -- every headline of a run in bounded memory: the report, notebook 01, the ``summaries`` tables ------
+def _shared_cluster_means(values: np.ndarray, codes: np.ndarray, n_clusters: int, *, n_boot: int,
+                          seed: int | None, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bounds of the cluster-bootstrap means of several figures (``values[n, F]``) over the
+    same units, from ONE set of replicates drawn in blocks.
+
+    The replicates are those of :func:`cluster_counts` (``default_rng(seed).multinomial`` row after row;
+    drawing them in blocks of rows from one generator gives the same rows), so each column's bounds are
+    those :func:`cluster_bootstrap` gives for it alone. Peak memory is a block of
+    :data:`_SHARED_BLOCK_COUNTS` counts, not ``n_boot x n_clusters``."""
+    sums = np.stack([np.bincount(codes, weights=values[:, j], minlength=n_clusters)
+                     for j in range(values.shape[1])], axis=1)                      # [C, F]
+    sizes = np.bincount(codes, minlength=n_clusters).astype(np.float64)             # [C]
+    rng = np.random.default_rng(seed)
+    p = np.full(n_clusters, 1.0 / n_clusters)
+    block = max(1, _SHARED_BLOCK_COUNTS // n_clusters)
+    reps = np.empty((n_boot, values.shape[1]))
+    for start in range(0, n_boot, block):
+        counts = rng.multinomial(n_clusters, p, size=min(block, n_boot - start)).astype(np.float64)
+        reps[start:start + len(counts)] = (counts @ sums) / (counts @ sizes)[:, None]
+    alpha = 1 - confidence
+    lo, hi = np.quantile(reps, [alpha / 2, 1 - alpha / 2], axis=0)
+    return lo, hi
+
+
+def headline_table(results_df: pd.DataFrame, rubric: Rubric | None = None, *, cluster_col: str = "turn_id",
+                   n_boot: int = N_BOOT, seed: int | None = SEED, confidence: float = CONFIDENCE,
+                   allow_mixed: bool = False) -> pd.DataFrame:
+    """The rows of :func:`headline_intervals` (same columns, figures, estimates, methods and ``attrs``),
+    computed in memory that does not grow with ``n_boot x turns``: what the report, notebook 01 and a
+    caller of the :mod:`axon_eval.summaries` tables use for the figures' intervals.
+
+    ``summaries`` sits below ``stats`` in the layers, so its ``band_table`` / ``dimension_table`` carry
+    no interval; this table is their interval companion. Its estimates go through
+    :func:`~axon_eval.summaries.segment_table`, so each is exactly the figure those tables print
+    (mean score 0-100, share of each band and share capped as fractions 0-1, each dimension's mean 0-10).
+
+    Method per figure as :func:`figure_interval`: Wilson for a share whose turns have one segment each,
+    else the percentile cluster bootstrap over turns, ``n_boot`` replicates, ``seed`` recorded. The
+    figures over the same segments share one set of replicates (the same ones
+    :func:`cluster_bootstrap` draws for each alone, since every figure restarts ``default_rng(seed)``),
+    drawn in blocks of rows: on 40,000 one-segment turns this takes about a block (tens of MB) where
+    :func:`headline_intervals` builds a ``2000 x 40,000`` count matrix per figure (1.3 GB, half a minute).
+    """
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be >= 1, got {n_boot!r}")
+    z_value(confidence)  # validates confidence
+    seg = headline_segments(results_df, rubric, cluster_col=cluster_col, allow_mixed=allow_mixed)
+    clusters = seg["cluster"].to_numpy(dtype=object)
+    values = {figure: figure_values(seg, figure) for figure, _ in HEADLINE_FIGURES}
+    intervals: dict[str, Interval] = {}
+    shared: dict[bytes, list[str]] = {}  # figures over the same kept segments share replicates
+    for figure, kind in HEADLINE_FIGURES:
+        keep = np.isfinite(values[figure])
+        kept_clusters = clusters[keep]
+        n_clusters = len(pd.unique(kept_clusters))
+        if (kind == "share" and n_clusters == len(kept_clusters)) or n_clusters < 2:
+            intervals[figure] = figure_interval(values[figure], clusters, kind, n_boot=n_boot, seed=seed,
+                                                confidence=confidence)  # Wilson, or no interval (cheap)
+        else:
+            shared.setdefault(keep.tobytes(), []).append(figure)
+    for key, figures in shared.items():
+        keep = np.frombuffer(key, dtype=bool)
+        n = int(keep.sum())
+        codes, n_clusters = _codes(clusters[keep], n)
+        x = np.column_stack([values[f][keep] for f in figures])
+        lo, hi = _shared_cluster_means(x, codes, n_clusters, n_boot=n_boot, seed=seed, confidence=confidence)
+        n_missing = len(keep) - n
+        note = f"{n_missing} segment(s) without a value left out (null, not 0)" if n_missing else ""
+        for j, figure in enumerate(figures):
+            intervals[figure] = Interval(float(x[:, j].mean()), float(lo[j]), float(hi[j]), n, n_clusters,
+                                         "cluster bootstrap percentile", confidence, seed, n_boot, note)
+    rows = [{"figure": figure, "kind": kind, **{k: v for k, v in intervals[figure].as_dict().items()
+                                                if k in HEADLINE_COLUMNS}} for figure, kind in HEADLINE_FIGURES]
+    out = pd.DataFrame(rows, columns=list(HEADLINE_COLUMNS))
+    out["seed"] = out["seed"].astype("Int64")
+    out["n_boot"] = out["n_boot"].astype("Int64")
+    out.attrs.update({"covers": INTERVAL_COVERS, "confidence": confidence, "n_boot": n_boot, "seed": seed,
+                      "cluster": cluster_col if cluster_col in seg.columns else "turn id from segment_id"})
+    return out
+
+
+def interval_text(lo: float, hi: float, *, share: bool = False, note: str = "") -> str:
+    """Bounds for people with :mod:`axon_eval.display`: ``"55%–69%"`` for a share, ``"68.0–74.9"`` for a
+    mean (an en dash between them); a missing bound reads ``"no interval"`` and the note, never ``nan``."""
+    from ..display import fmt_value, is_missing
+
+    if is_missing(lo) or is_missing(hi):
+        return "no interval" + (f" ({note})" if note else "")
+    return f"{fmt_value(lo, share=share)}–{fmt_value(hi, share=share)}"
+
+
+def format_headline_table(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`headline_table` (or :func:`headline_intervals`) for people, one row per figure: ``figure``,
+    ``estimate`` and ``<confidence> interval`` as text (:mod:`axon_eval.display`: shares as percentages,
+    3 significant digits), ``n`` (segments) and ``turns`` as integers, ``method``, ``note``. Its
+    ``attrs`` keep ``covers`` (the one sentence of what the intervals cover), ``seed`` and ``n_boot``."""
+    from ..display import fmt_value
+
+    level = f"{table.attrs.get('confidence', CONFIDENCE):.0%} interval"
+    rows = []
+    for r in table.itertuples(index=False):
+        share = r.kind == "share"
+        note = "" if r.note is None or (isinstance(r.note, float) and math.isnan(r.note)) else str(r.note)
+        rows.append({"figure": r.figure, "estimate": fmt_value(r.estimate, share=share),
+                     level: interval_text(r.lo, r.hi, share=share, note=note), "n": int(r.n),
+                     "turns": int(r.n_clusters), "method": r.method, "note": note})
+    out = pd.DataFrame(rows, columns=["figure", "estimate", level, "n", "turns", "method", "note"])
+    out.attrs.update({k: table.attrs[k] for k in ("covers", "seed", "n_boot", "confidence") if k in table.attrs})
+    return out
