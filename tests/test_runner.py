@@ -138,6 +138,43 @@ def test_smoke_run_shows_the_band_kappa_first_and_numbers_for_people(smoke_run):
 
 
 @pytest.mark.slow
+def test_smoke_run_shows_every_headline_with_its_interval_and_n(smoke_run):
+    """Issue 21: notebook 01 shows the headline table with 95% intervals (the package's, for people) and the
+    sentence of what they cover; the mean score's bounds are those of a plain pandas cluster bootstrap."""
+    import re
+
+    import numpy as np
+
+    from axon_eval.display import fmt_number
+    from axon_eval.stats.intervals import INTERVAL_COVERS
+    from axon_eval.summaries import segment_table
+
+    _, result = smoke_run
+    executed = nbformat.read(result.run_dir / "01_evaluate.ipynb", as_version=4)
+    pages = [o.data["text/html"] for c in executed.cells if c.cell_type == "code" for o in c.outputs
+             if "text/html" in o.get("data", {}) and "95% interval" in o.data["text/html"]]
+    assert len(pages) == 1, "one headline table with a 95% interval column"
+    markdown = "\n".join(o.data["text/markdown"] for c in executed.cells if c.cell_type == "code" for o in c.outputs
+                         if "text/markdown" in o.get("data", {}))
+    assert INTERVAL_COVERS in markdown and "2,000 resamples of whole turns, seed 0" in markdown
+    rows = {m.group(1): m.groups()[1:] for m in re.finditer(
+        r"<td>([a-z_ ]+)</td>\s*<td>([^<]*)</td>\s*<td>([^<]*)</td>\s*<td>([^<]*)</td>\s*<td>([^<]*)</td>", pages[0])}
+    assert {"mean score", "share good", "share partial", "share poor", "share capped",
+            "mean answer_faithfulness"} <= set(rows)
+    seg = segment_table(pd.read_parquet(result.run_dir / "results.parquet"))
+    seg = seg[seg["status"] == "judged"]
+    # the oracle: resample whole turns, one replicate at a time (the clusters' multinomial counts from
+    # default_rng(0), in order of first appearance)
+    turns = pd.unique(seg["turn_id"])
+    sums = seg.groupby("turn_id")["score"].sum().reindex(turns)
+    sizes = seg.groupby("turn_id")["score"].size().reindex(turns)
+    counts = np.random.default_rng(0).multinomial(len(turns), [1 / len(turns)] * len(turns), size=2000)
+    lo, hi = np.quantile([(sums * c).sum() / (sizes * c).sum() for c in counts], [0.025, 0.975])
+    assert rows["mean score"] == (fmt_number(seg["score"].mean()), f"{fmt_number(lo)}–{fmt_number(hi)}",
+                                  str(len(seg)), str(len(turns)))
+
+
+@pytest.mark.slow
 def test_smoke_run_never_writes_the_api_key(smoke_run):
     _out, result = smoke_run
     scanned = 0

@@ -438,7 +438,8 @@ def interval_text(lo: float, hi: float, *, share: bool = False, note: str = "") 
 def format_headline_table(table: pd.DataFrame) -> pd.DataFrame:
     """:func:`headline_table` (or :func:`headline_intervals`) for people, one row per figure: ``figure``,
     ``estimate`` and ``<confidence> interval`` as text (:mod:`axon_eval.display`: shares as percentages,
-    3 significant digits), ``n`` (segments) and ``turns`` as integers, ``method``, ``note``. Its
+    3 significant digits; ``"no interval"`` when there is none, with the reason in ``note``), ``n``
+    (segments) and ``turns`` as integers, ``method``, ``note``. Its
     ``attrs`` keep ``covers`` (the one sentence of what the intervals cover), ``seed`` and ``n_boot``."""
     from ..display import fmt_value
 
@@ -448,7 +449,7 @@ def format_headline_table(table: pd.DataFrame) -> pd.DataFrame:
         share = r.kind == "share"
         note = "" if r.note is None or (isinstance(r.note, float) and math.isnan(r.note)) else str(r.note)
         rows.append({"figure": r.figure, "estimate": fmt_value(r.estimate, share=share),
-                     level: interval_text(r.lo, r.hi, share=share, note=note), "n": int(r.n),
+                     level: interval_text(r.lo, r.hi, share=share), "n": int(r.n),
                      "turns": int(r.n_clusters), "method": r.method, "note": note})
     out = pd.DataFrame(rows, columns=["figure", "estimate", level, "n", "turns", "method", "note"])
     out.attrs.update({k: table.attrs[k] for k in ("covers", "seed", "n_boot", "confidence") if k in table.attrs})
