@@ -38,6 +38,13 @@ run records it) or by judged rows without a score (a frame scored by ``score_fra
 The band of a segment's mean score is that mean rounded to 0.1 by the scorer's own rule
 (:func:`~axon_eval.scoring.round_tenths`: the exact decimal value, half away from zero).
 
+**Intervals live one layer up.** This module sits below :mod:`axon_eval.stats` in the layers, so its tables
+(:func:`band_table`, :func:`dimension_table`, :func:`summarise`) carry no interval. The 95% interval and n
+of each headline figure (mean score, share in each band, share capped, each dimension's mean) is
+:func:`axon_eval.stats.intervals.headline_table` (for people: ``format_headline_table``), which reads
+:func:`segment_table`, so its estimates are exactly the figures these tables print; the report and notebook
+01 show it (the CLI summary's interval lines read the same rows from ``headline_intervals``).
+
 Results from different judges or rubrics are never silently mixed: :func:`summarise` (and every
 function that aggregates scores) raises :class:`MixedResultsError` when the frame holds more than one
 ``judge_id`` or ``rubric_id``, unless ``allow_mixed=True`` is passed, in which case the output says so.

@@ -731,3 +731,22 @@ def test_the_report_verb_takes_a_calibration_record(sample_run, tmp_path):
     path = write_calibration(tmp_path / "study05", calibration_record_for(manifest, kappa=0.8, kappa_lo=0.72))
     assert cli.main(["report", str(run), "--calibration", str(path)]) == 0
     assert "comparative claims allowed: band kappa lower bound 0.72 vs 0.7" in first_page((run / "report.html").read_text())
+
+
+def test_the_stats_package_exports_the_interval_ppi_paired_and_calibration_api():
+    import types
+
+    import axon_eval.stats as stats
+    from axon_eval.stats import calibration_record, coverage, estimates, intervals, paired, panels, ppi
+
+    assert isinstance(stats.calibration_record, types.ModuleType)  # the submodule, not its same-named function
+    exported = {intervals: ("headline_table", "headline_intervals", "format_headline_table", "Interval",
+                            "wilson_interval", "cluster_bootstrap", "INTERVAL_COVERS"),
+                ppi: ("corrected_estimates", "ppi_mean", "PPI_COVERS"), coverage: ("ppi_coverage_simulation",),
+                paired: ("compare_runs", "PairedComparison"), estimates: ("corrected_study",),
+                calibration_record: ("CalibrationRecord", "staleness", "claims_verdict", "gate_passes"),
+                panels: ("panel_study", "PanelStudy")}
+    for module, names in exported.items():
+        for name in names:
+            assert name in stats.__all__ and getattr(stats, name) is getattr(module, name), name
+    assert len(stats.__all__) == len(set(stats.__all__)) and all(hasattr(stats, n) for n in stats.__all__)
