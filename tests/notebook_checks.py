@@ -54,3 +54,24 @@ def run_smoke(notebook: Path, smoke: Path, out: Path, *, cache: Path | None = No
         else:
             mp.setenv(runs.CACHE_ENV, str(cache))
         return [run_notebook(notebook, params_files=[smoke], out_dir=out) for _ in range(times)]
+
+
+def table_cells_for_people(executed: nbformat.NotebookNode) -> list[str]:
+    """Every cell of every table (pandas or Styler HTML) the executed notebook displays."""
+    import re
+
+    html = [o.data["text/html"] for c in executed.cells if c.cell_type == "code" for o in c.outputs
+            if "text/html" in o.get("data", {}) and ("dataframe" in o.data["text/html"] or "<style" in o.data["text/html"])]
+    return [cell.strip() for page in html for cell in re.findall(r"<td[^>]*>([^<]*)</td>", page)]
+
+
+def unfit_for_people(cell: str) -> bool:
+    """A number no person should be shown: scientific notation, None/nan, or a decimal with more than three
+    significant digits (``0.639175``, ``105.000``)."""
+    import re
+
+    if cell in ("None", "nan", "NaN", "<NA>") or re.fullmatch(r"-?[\d.]+e[-+]?\d+", cell):
+        return True
+    if re.fullmatch(r"-?[\d,]*\.\d+", cell):
+        return len(cell.replace("-", "").replace(",", "").replace(".", "").lstrip("0")) > 3
+    return False

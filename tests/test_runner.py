@@ -28,7 +28,7 @@ from axon_eval.runs.notebook import (
     run_notebook,
 )
 from axon_eval.runs import file_sha256, load_run
-from tests.notebook_checks import assert_thin_notebook
+from tests.notebook_checks import assert_thin_notebook, table_cells_for_people, unfit_for_people
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "01_evaluate.ipynb"
@@ -46,27 +46,6 @@ def smoke_run(tmp_path_factory):
         mp.setenv("OPENAI_API_KEY", CANARY + "-openai")
         result = run_notebook(NOTEBOOK, params_files=[SMOKE], out_dir=out)
     return out, result
-
-
-def table_cells_for_people(executed: nbformat.NotebookNode) -> list[str]:
-    """Every cell of every table (pandas or Styler HTML) the executed notebook displays."""
-    import re
-
-    html = [o.data["text/html"] for c in executed.cells if c.cell_type == "code" for o in c.outputs
-            if "text/html" in o.get("data", {}) and ("dataframe" in o.data["text/html"] or "<style" in o.data["text/html"])]
-    return [cell.strip() for page in html for cell in re.findall(r"<td[^>]*>([^<]*)</td>", page)]
-
-
-def unfit_for_people(cell: str) -> bool:
-    """A number no person should be shown: scientific notation, None/nan, or a decimal with more than three
-    significant digits (``0.639175``, ``105.000``)."""
-    import re
-
-    if cell in ("None", "nan", "NaN", "<NA>") or re.fullmatch(r"-?[\d.]+e[-+]?\d+", cell):
-        return True
-    if re.fullmatch(r"-?[\d,]*\.\d+", cell):
-        return len(cell.replace("-", "").replace(",", "").replace(".", "").lstrip("0")) > 3
-    return False
 
 
 # -- the evaluation notebook -----------------------------------------------------------------------------

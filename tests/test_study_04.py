@@ -18,7 +18,7 @@ from axon_eval import reporting as plots
 from axon_eval.runs.notebook import check_parameters, load_params_files, notebook_parameters
 from axon_eval.runs import file_sha256
 from axon_eval.stats.horizon import BY_HORIZON_KEYS, STUDY_NAME
-from tests.notebook_checks import assert_thin_notebook, run_smoke
+from tests.notebook_checks import assert_thin_notebook, run_smoke, table_cells_for_people, unfit_for_people
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "04_row_horizon.ipynb"
@@ -37,27 +37,6 @@ PARAMETERS = {
 #: The stable keys issue 11 names for study.json, plus what every study's study.json carries.
 STUDY_KEYS = {"study", "judge_id", "n_segments", "by_horizon", "goal_met", "simulated", "source_run"}
 FIGURES = {"horizon_curves.png", "horizon_prompt_size.png", "horizon_delta_vs_size.png"}
-
-
-def table_cells_for_people(executed: nbformat.NotebookNode) -> list[str]:
-    """Every cell of every table (pandas or Styler HTML) the executed notebook displays."""
-    import re
-
-    html = [o.data["text/html"] for c in executed.cells if c.cell_type == "code" for o in c.outputs
-            if "text/html" in o.get("data", {}) and ("dataframe" in o.data["text/html"] or "<style" in o.data["text/html"])]
-    return [cell.strip() for page in html for cell in re.findall(r"<td[^>]*>([^<]*)</td>", page)]
-
-
-def unfit_for_people(cell: str) -> bool:
-    """A number no person should be shown: scientific notation, None/nan, or a decimal with more than three
-    significant digits (``0.639175``, ``105.000``)."""
-    import re
-
-    if cell in ("None", "nan", "NaN", "<NA>") or re.fullmatch(r"-?[\d.]+e[-+]?\d+", cell):
-        return True
-    if re.fullmatch(r"-?[\d,]*\.\d+", cell):
-        return len(cell.replace("-", "").replace(",", "").replace(".", "").lstrip("0")) > 3
-    return False
 
 
 # -- the committed notebook ----------------------------------------------------------------------------------
