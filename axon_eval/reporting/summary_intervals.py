@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from ..stats.intervals import N_BOOT, SEED, Interval, headline_intervals
+from ..stats.intervals import N_BOOT, SEED, Interval, headline_table
 from ..summaries import MixedResultsError
 
 #: The figures the CLI summary gives intervals for (the rest are in report.html and study 09).
@@ -23,7 +23,7 @@ def interval_lines(results: pd.DataFrame, figures: Sequence[str] = SUMMARY_FIGUR
     if "status" not in results.columns or not (results["status"] == "judged").any():
         return []
     try:
-        table = headline_intervals(results, n_boot=n_boot, seed=seed)
+        table = headline_table(results, n_boot=n_boot, seed=seed)
     except MixedResultsError as exc:
         return [f"intervals: not computed ({exc})"]
     rows = table.set_index("figure").loc[list(figures)]

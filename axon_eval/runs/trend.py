@@ -8,7 +8,7 @@ DuckDB scans the files where they are. :func:`trend` refuses runs whose judge (i
 ids differ -- a trend across a judge change measures the change, not the assistant -- unless
 ``allow_mixed=True``; then it computes, per run (and per ``by`` group: ``surface``, ``region`` or
 ``client``), every headline figure with its interval
-(:func:`axon_eval.stats.intervals.headline_intervals`: cluster bootstrap over turns for means, Wilson
+(:func:`axon_eval.stats.intervals.headline_table`: cluster bootstrap over turns for means, Wilson
 for shares of independent units; one seed for every run, recorded). ``attrs["read_seconds"]`` is the
 time DuckDB took to read the rows.
 """
@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..stats.intervals import CONFIDENCE, INTERVAL_COVERS, N_BOOT, SEED, format_value, headline_intervals
+from ..stats.intervals import CONFIDENCE, INTERVAL_COVERS, N_BOOT, SEED, format_value, headline_table
 from ..summaries import MixedResultsError
 from .manifest import RunManifest
 
@@ -143,7 +143,7 @@ def trend(run_dirs: Iterable[str | Path], *, by: str | None = None, allow_mixed:
     keys = ["run_dir", "run_id", "run_date", *groups]  # run_dir: two folders may share a run id
     parts = []
     for key, frame in rows.groupby(keys, sort=False, dropna=False):
-        table = headline_intervals(frame.drop(columns=keys), n_boot=n_boot, seed=seed, confidence=confidence,
+        table = headline_table(frame.drop(columns=keys), n_boot=n_boot, seed=seed, confidence=confidence,
                                    allow_mixed=True)
         parts.append(table.assign(**dict(zip(keys, key, strict=True))))
     columns = [*keys, "figure", "kind", "estimate", "lo", "hi", "n", "n_clusters", "method", "note"]

@@ -3,7 +3,7 @@
 :func:`corrected_study` puts the pieces together for one run:
 
 * **naive**: every headline figure of the run with its interval and n
-  (:func:`axon_eval.stats.intervals.headline_intervals`: cluster bootstrap over turns for means, Wilson
+  (:func:`axon_eval.stats.intervals.headline_table`: cluster bootstrap over turns for means, Wilson
   for shares of independent units);
 * **judge only / labels only / PPI** side by side
   (:func:`axon_eval.stats.ppi.corrected_estimates`), with the effective number of labels PPI was worth;
@@ -37,7 +37,7 @@ import pandas as pd
 from ..rubric import DIMENSIONS
 from .agreement import consensus, score_human_labels
 from .calibration_record import CalibrationRecord, claims_verdict, staleness
-from .intervals import CONFIDENCE, HEADLINE_FIGURES, INTERVAL_COVERS, N_BOOT, SEED, figure_values, headline_intervals, \
+from .intervals import CONFIDENCE, HEADLINE_FIGURES, INTERVAL_COVERS, N_BOOT, SEED, figure_values, headline_table, \
     headline_segments
 from .ppi import PPI_COVERS, corrected_estimates
 
@@ -143,7 +143,7 @@ def corrected_study(results_df: pd.DataFrame, labels: pd.DataFrame, *, rubric: A
     ``calibration`` and ``manifest`` (the run's, for :func:`staleness`): a stale record withholds the
     corrected figures.
     """
-    naive = headline_intervals(results_df, rubric, n_boot=n_boot, seed=seed, confidence=confidence)
+    naive = headline_table(results_df, rubric, n_boot=n_boot, seed=seed, confidence=confidence)
     judge_all = headline_segments(results_df, rubric)
     human_all = human_values(labels, results_df, rubric)
     judged_ids = set(judge_all["segment_id"])
