@@ -23,6 +23,7 @@ Heavy modules are imported inside the handlers so ``schema``/``validate`` stay f
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from pathlib import Path
 from typing import Any
@@ -245,11 +246,17 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                           compress_audit=args.compress_audit, chunk_size=args.chunk_size)
     except (*_judge_errors(), *_USAGE_ERRORS) as exc:
         return _usage_error(exc)
-    _save_figures(result)
     print(f"run folder: {result.run_dir}")
+    # summary first, then figures, then the report (which reads the folder): each step's temporaries are
+    # freed before the next allocates, so a large run's peak memory is the largest step, not their sum
     said = _print_summary(result, quiet=args.quiet)
-    _write_report(result.run_dir)
-    return _finish(result.manifest, args.strict, said=said)
+    gc.collect()
+    _save_figures(result)
+    manifest, run_dir = result.manifest, result.run_dir
+    del result
+    gc.collect()
+    _write_report(run_dir)
+    return _finish(manifest, args.strict, said=said)
 
 
 def _cmd_rejudge(args: argparse.Namespace) -> int:
