@@ -914,10 +914,18 @@ def disagreement_rows(results: pd.DataFrame) -> pd.DataFrame:
 
 def stream_ensemble_members(path: Path, wanted: set[tuple[str, int]], problems: list[str]) -> dict[tuple[str, int], dict]:
     """``(segment_id, sample_index) -> extra`` of the ensemble records in ``verdicts.jsonl`` that are
-    ``wanted``, read one line at a time; unreadable lines are skipped and named in ``problems``."""
+    ``wanted``, read one line at a time by :func:`stream_audit` (unreadable lines are named in ``problems``)."""
     found: dict[tuple[str, int], dict] = {}
     if not wanted:
         return found
+    if not path.exists():
+        problems.append(f"{path.name} is missing: the ensemble members' subscores cannot be shown")
+        return found
+    for record in stream_audit(path, {sid for sid, _ in wanted}, problems):
+        key = (record.get("segment_id"), int(record.get("sample_index") or 0))
+        if key in wanted and isinstance(record.get("extra"), dict):
+            found[key] = record["extra"]
+    return found
     if not path.exists():
         problems.append(f"{path.name} is missing: the ensemble members' subscores cannot be shown")
         return found
