@@ -926,30 +926,6 @@ def stream_ensemble_members(path: Path, wanted: set[tuple[str, int]], problems: 
         if key in wanted and isinstance(record.get("extra"), dict):
             found[key] = record["extra"]
     return found
-    if not path.exists():
-        problems.append(f"{path.name} is missing: the ensemble members' subscores cannot be shown")
-        return found
-    segment_ids = {sid for sid, _ in wanted}
-    with path.open(encoding="utf-8", errors="replace") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            head = _AUDIT_SEGMENT_ID.match(line)
-            if head is not None:
-                try:
-                    if json.loads(head.group(1)) not in segment_ids:
-                        continue
-                except json.JSONDecodeError:
-                    pass
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                problems.append(f"{path.name} line {n} could not be read ({exc.msg}); it is left out")
-                continue
-            key = (record.get("segment_id"), int(record.get("sample_index") or 0))
-            if key in wanted and isinstance(record.get("extra"), dict):
-                found[key] = record["extra"]
-    return found
 
 
 def _disagreement_section(results: pd.DataFrame, members: Mapping[tuple[str, int], Mapping[str, Any]]) -> str:
