@@ -166,7 +166,9 @@ def test_defect_families_each_appear_several_times(labels):
     for family in FAMILIES:
         assert turn_family[family] >= 3, (family, turn_family[family])
     defects = Counter(r["defect"] for r in labels)
-    assert set(defects) == set(FAMILIES) - {"bundled"}
+    # open_period is no seeded family: the label correction of 2026-12-01 (data/README.md, "Label changes")
+    # gave it to segments of the families they were built as
+    assert set(defects) == set(FAMILIES) - {"bundled"} | {"open_period"}
     for defect, n in defects.items():
         assert n >= 3, (defect, n)
     verdicts = Counter(r["verdict"] for r in labels)
