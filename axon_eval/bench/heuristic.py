@@ -20,8 +20,11 @@ shown beside it for information.
 * **held-out sample** rebuilt from the rugby templates with other seeds (:data:`HELD_OUT_SEEDS`): new
   teams, seasons, values and phrasings from the *same* templates -- it shows values are not
   memorised, not that the checks generalise.
+* **library lending set** (``data/turns/library_turns.jsonl``, issue 22): frozen before that issue's
+  checks, which were then written against its classes, so IN-SAMPLE for them; band and verdict
+  figures (no goal), and the candidate rubric's band kappa.
 * **throughput on distinct views with cold caches**: every distinct view of the bundled sample, the
-  out-of-domain set, the horizon set and the held-out sample, judged once per pass with every parse
+  out-of-domain set, the horizon set, the library set and the held-out sample, judged once per pass with every parse
   cache cleared before the pass (:func:`axon_eval.judges.heuristic.clear_caches`); the best of
   ``passes`` passes (target >= 500 turns/s). No view repeats within a pass, so no cache can serve a
   repeated statement.
@@ -53,6 +56,8 @@ SAMPLE_LABELS = Path("data/turns/labels.csv")
 OOD_TURNS = Path("data/turns/ood_turns.jsonl")
 OOD_LABELS = Path("data/turns/ood_labels.csv")
 HORIZON_TURNS = Path("data/turns/horizon_turns.jsonl")
+LIBRARY_TURNS = Path("data/turns/library_turns.jsonl")
+LIBRARY_LABELS = Path("data/turns/library_labels.csv")
 #: Seeds of the held-out sample (any seeds other than the committed ones; recorded in the bench rows).
 HELD_OUT_SEEDS = FixtureSeeds(warehouse=777, scenario=11, timing=12, assignment=13, events=14)
 #: Goals of issue 12 (band = the scorer's band, the figure users see).
@@ -153,7 +158,8 @@ def _agreement_rows(label: str, m: dict[str, Any], band_goal: float | None, fab_
 
 def bench_heuristic(turns_path: str | Path = SAMPLE_TURNS, labels_path: str | Path = SAMPLE_LABELS,
                     ood_turns: str | Path = OOD_TURNS, ood_labels: str | Path = OOD_LABELS,
-                    passes: int = 3) -> list[dict[str, Any]]:
+                    passes: int = 3, library_turns: str | Path | None = LIBRARY_TURNS,
+                    library_labels: str | Path = LIBRARY_LABELS) -> list[dict[str, Any]]:
     """The ``heuristic`` section of ``make bench`` (see the module docstring)."""
     rows: list[dict[str, Any]] = []
     sample = measure(turns_path, labels_path)
@@ -173,6 +179,13 @@ def bench_heuristic(turns_path: str | Path = SAMPLE_TURNS, labels_path: str | Pa
                          rubric_id=candidate.id))
         retail = measure(ood_turns, ood_labels, "retail")
         rows += _agreement_rows("out-of-domain e-commerce set, heuristic(lexicon=retail)", retail, None, None)[:2]
+    if library_turns is not None and Path(library_turns).exists() and Path(library_labels).exists():
+        lib = measure(library_turns, library_labels)
+        rows += _agreement_rows("library lending set (IN-SAMPLE for issue 22's checks)", lib, None, None)
+        rows.append(_row(f"library lending set, candidate rubric {CANDIDATE_RUBRIC} (NOT the default): "
+                         "kappa scorer band vs labels",
+                         round(measure(library_turns, library_labels, rubric=candidate)["band_kappa"], 3), "kappa",
+                         rubric_id=candidate.id))
     with tempfile.TemporaryDirectory(prefix="axon-heldout-") as tmp:
         build_all(tmp, HELD_OUT_SEEDS)
         held_turns = Path(tmp) / "turns" / "sample_turns.jsonl"
@@ -180,7 +193,8 @@ def bench_heuristic(turns_path: str | Path = SAMPLE_TURNS, labels_path: str | Pa
         rows += [dict(r, seeds=HELD_OUT_SEEDS.__dict__) for r in _agreement_rows(
             f"held-out sample, same templates (seeds {HELD_OUT_SEEDS.warehouse}/{HELD_OUT_SEEDS.scenario})",
             held, None, None)[:3]]
-        views = distinct_views([turns_path, ood_turns, HORIZON_TURNS, held_turns])
+        views = distinct_views([p for p in (turns_path, ood_turns, HORIZON_TURNS, library_turns, held_turns)
+                                if p is not None])
         rate, seconds, n = heuristic_throughput(views=views, passes=passes)
     rows.insert(0, _row(f"heuristic judge, {n:,} distinct views, cold parse caches", round(rate), "turns/s",
                         f">= {THROUGHPUT_GOAL:g}", rate >= THROUGHPUT_GOAL, seconds=round(seconds, 3)))
