@@ -232,6 +232,105 @@ def test_minimum_answered_by_max_in_three_domains():
         assert statistic_gaps(q, fixed, analyse_sql(fixed), 1) == []
 
 
+#: every statistic the check knows by name, in three domains: (question, the neighbour the SQL computes
+#: instead, SQL that computes what was asked); the gap is written from the construction
+NAMED_STATISTICS = {
+    "median": [
+        ("What was the median attendance at Harlow home games?", "SELECT AVG(attendance) FROM matches",
+         "SELECT MEDIAN(attendance) FROM matches"),
+        ("What is the median order value in Texas?", "SELECT AVG(order_total) FROM orders",
+         "SELECT order_total FROM (SELECT order_total, ROW_NUMBER() OVER (ORDER BY order_total) AS rn FROM orders)"),
+        ("What was the median loan length?", "SELECT SUM(days) FROM loans",
+         "SELECT PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY days) FROM loans"),
+    ],
+    "standard deviation": [
+        ("What is the standard deviation of match attendance?", "SELECT AVG(attendance) FROM matches",
+         "SELECT STDDEV(attendance) FROM matches"),
+        ("What is the std dev of daily consumption at the Hull substation?", "SELECT AVG(kwh) FROM readings",
+         "SELECT SQRT(AVG(kwh * kwh) - AVG(kwh) * AVG(kwh)) FROM readings"),
+        ("Give me the standard deviation of delivery times.", "SELECT MAX(minutes) FROM deliveries",
+         "SELECT STDDEV_SAMP(minutes) FROM deliveries"),
+    ],
+    "variance": [
+        ("What is the variance of points scored?", "SELECT AVG(points) FROM results",
+         "SELECT VARIANCE(points) FROM results"),
+        ("What is the variance of basket size?", "SELECT SUM(items) FROM orders",
+         "SELECT AVG(items * items) - AVG(items) * AVG(items) FROM orders"),
+        ("What is the variance of the waiting times at clinic B?", "SELECT AVG(wait_minutes) FROM visits",
+         "SELECT VAR_SAMP(wait_minutes) FROM visits"),
+    ],
+    "percentile": [
+        ("What is the 90th percentile of attendance?", "SELECT MAX(attendance) FROM matches",
+         "SELECT PERCENTILE_CONT(0.9) WITHIN GROUP (ORDER BY attendance) FROM matches"),
+        ("What is the upper quartile of order values?", "SELECT AVG(order_total) FROM orders",
+         "SELECT order_total FROM (SELECT order_total, NTILE(4) OVER (ORDER BY order_total) AS q FROM orders)"),
+        ("What is the p95 delivery time?", "SELECT AVG(minutes) FROM deliveries",
+         "SELECT minutes FROM (SELECT minutes, PERCENT_RANK() OVER (ORDER BY minutes) AS pr FROM deliveries)"),
+    ],
+    "distinct count": [
+        ("How many different referees officiated in 2024?", "SELECT COUNT(referee) FROM matches",
+         "SELECT COUNT(DISTINCT referee) FROM matches"),
+        ("How many unique customers ordered in March?", "SELECT COUNT(*) FROM orders",
+         "SELECT COUNT(DISTINCT customer_id) FROM orders"),
+        ("How many distinct members borrowed a DVD?", "SELECT COUNT(member_id) FROM loans",
+         "SELECT COUNT(*) FROM (SELECT member_id FROM loans GROUP BY member_id)"),
+    ],
+    "total": [
+        ("What was the total attendance at Harlow home games?", "SELECT AVG(attendance) FROM matches",
+         "SELECT SUM(attendance) FROM matches"),
+        ("What did Texas customers spend in total?", "SELECT ROUND(AVG(order_total), 2) FROM orders",
+         "SELECT ROUND(SUM(order_total), 2) FROM orders"),
+        ("How many kilometres did the Leeds trucks drive altogether?", "SELECT AVG(km) FROM trips",
+         "SELECT SUM(km) FROM trips"),
+    ],
+}
+
+
+@pytest.mark.parametrize("name", sorted(NAMED_STATISTICS))
+def test_each_named_statistic_is_checked_in_three_domains(name):
+    cases = NAMED_STATISTICS[name]
+    assert len(cases) == 3
+    for question, neighbour, right in cases:
+        gaps = statistic_gaps(question, neighbour, analyse_sql(neighbour), 1)
+        assert len(gaps) == 1 and f" {name} " in gaps[0].replace("a total", "the total "), (question, gaps)
+        assert statistic_gaps(question, right, analyse_sql(right), 1) == [], (question, right)
+
+
+#: an average answered by a SUM that never divides (targeting's check, not statistic_gaps), three domains
+AVERAGE_BY_SUM = [
+    ("What was the average attendance at home games?", "SELECT SUM(attendance) AS attendance FROM matches",
+     "SELECT AVG(attendance) AS attendance FROM matches"),
+    ("What is the mean basket size?", "SELECT SUM(items) AS items FROM orders",
+     "SELECT SUM(items) * 1.0 / COUNT(*) AS items FROM orders"),
+    ("What was the average fine per overdue loan?", "SELECT SUM(fine_cents) AS fine_cents FROM loans",
+     "SELECT ROUND(AVG(fine_cents), 2) AS fine_cents FROM loans"),
+]
+
+
+@pytest.mark.parametrize("question, neighbour, right", AVERAGE_BY_SUM)
+def test_an_average_answered_by_a_sum_is_a_different_question(question, neighbour, right):
+    v, d = judge(question, neighbour, ["value"], [[48210]], "It was 48,210.")
+    assert v.verdict != "good" and "never divides" in d["verdict_rule"], (question, d["verdict_rule"])
+    v_ok, d_ok = judge(question, right, ["value"], [[48210]], "It was 48,210.")
+    assert "never divides" not in v_ok.explanation, question
+
+
+def test_a_total_answered_by_an_average_through_the_judge():
+    for question, sql in (("What was the total attendance at home games?", "SELECT AVG(attendance) AS value FROM matches"),
+                          ("What did customers spend in total?", "SELECT ROUND(AVG(order_total), 2) AS value FROM orders"),
+                          ("How many kilometres did the trucks drive altogether?", "SELECT AVG(km) AS value FROM trips")):
+        v, d = judge(question, sql, ["value"], [[48210]], "It came to 48,210.")
+        assert v.verdict == "partial", question
+        assert d["verdict_rule"] == "the SQL computes a neighbour of the statistic or position asked for", question
+        assert "the question asks for a total but the SQL computes AVG" in v.explanation
+    # a question about an average total ("average order total") is no total asked
+    assert statistic_gaps("What is the average order total?", "SELECT AVG(order_total) FROM orders",
+                          analyse_sql("SELECT AVG(order_total) FROM orders"), 1) == []
+    # "mean" as a verb is no statistic
+    q = "What do we mean by an active member? How many are there?"
+    assert statistic_gaps(q, "SELECT COUNT(*) FROM members", analyse_sql("SELECT COUNT(*) FROM members"), 1) == []
+
+
 # ---------------------------------------------------------------------------------------------
 # correct answers the judge penalised (issue 22, second part); each in three domains, with a
 # defect twin the judge must still catch

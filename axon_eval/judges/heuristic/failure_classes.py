@@ -218,6 +218,10 @@ _STATISTICS = (
     ("distinct count", re.compile(r"\bhow many (different|distinct|unique|individual|separate)\b", re.I),
      re.compile(r"\b(distinct|group\s+by)\b", re.I)),
 )
+#: an average asked (answered by SUM with no division: targeting's "never divides" check)
+_AVERAGE_ASKED = re.compile(r"\b(average|averaged|mean|per)\b(?!\s+(?:that|to|by|it)\b)", re.I)
+#: a total asked (answered by AVG alone it is a neighbour: a mean is no total)
+_TOTAL_ASKED = re.compile(r"\b(total|sum|combined|altogether|in all|all together)\b", re.I)
 _MIN_WORDS = re.compile(r"\b(lowest|smallest|minimum|cheapest|least expensive|shortest)\b", re.I)
 _MAX_WORDS = re.compile(r"\b(highest|largest|maximum|biggest|most expensive|longest|greatest)\b", re.I)
 
@@ -230,6 +234,8 @@ def statistic_gaps(question: str, sql_text: str, sql: Any, rows_returned: int) -
             got = ", ".join(sorted(a.upper() for a in sql.aggregates)) or "no aggregate"
             gaps.append(f"the question asks for the {name} but the SQL computes {got}")
     aggs = sql.aggregates
+    if _TOTAL_ASKED.search(question) and not _AVERAGE_ASKED.search(question) and aggs == {"avg"}:
+        gaps.append("the question asks for a total but the SQL computes AVG")
     order_dirs = {desc for _, desc in sql.order}
     if _MIN_WORDS.search(question) and not _MAX_WORDS.search(question) and "max" in aggs and "min" not in aggs \
             and False not in order_dirs:
