@@ -17,6 +17,9 @@ shown beside it for information.
 * **candidate rubric** ``axon-v1-faithpartial`` (NOT the default; :data:`CANDIDATE_RUBRIC`): the band
   kappa of the same judgements under a rubric where an unfaithful answer cannot be good, printed for
   the rubric's owner beside the default's (no goal: it is a rubric decision, not a judge figure).
+* **separation**: ROC AUC (Hanley-McNeil 95% interval, n) of the score and of each subscore for
+  segments labelled correct against the rest, on the out-of-domain and library sets
+  (:func:`separation_figures`; the measure issue 22 reported on held-out benchmark predictions).
 * **held-out sample** rebuilt from the rugby templates with other seeds (:data:`HELD_OUT_SEEDS`): new
   teams, seasons, values and phrasings from the *same* templates -- it shows values are not
   memorised, not that the checks generalise.
@@ -186,6 +189,10 @@ def bench_heuristic(turns_path: str | Path = SAMPLE_TURNS, labels_path: str | Pa
                          "kappa scorer band vs labels",
                          round(measure(library_turns, library_labels, rubric=candidate)["band_kappa"], 3), "kappa",
                          rubric_id=candidate.id))
+    for label, t, lab in (("out-of-domain e-commerce set", ood_turns, ood_labels),
+                          ("library lending set (IN-SAMPLE for issue 22's checks)", library_turns, library_labels)):
+        if t is not None and Path(t).exists() and Path(lab).exists():
+            rows.append(_separation_row(label, separation_figures(t, lab)))
     with tempfile.TemporaryDirectory(prefix="axon-heldout-") as tmp:
         build_all(tmp, HELD_OUT_SEEDS)
         held_turns = Path(tmp) / "turns" / "sample_turns.jsonl"
@@ -199,6 +206,18 @@ def bench_heuristic(turns_path: str | Path = SAMPLE_TURNS, labels_path: str | Pa
     rows.insert(0, _row(f"heuristic judge, {n:,} distinct views, cold parse caches", round(rate), "turns/s",
                         f">= {THROUGHPUT_GOAL:g}", rate >= THROUGHPUT_GOAL, seconds=round(seconds, 3)))
     return rows
+
+
+def _separation_row(label: str, figs: dict[str, dict[str, float | int]]) -> dict[str, Any]:
+    """One row: the score's ROC AUC (correct vs incorrect) with its interval and n; each dimension's AUC
+    beside it."""
+    sc = figs["score"]
+    short = {"intent_understood": "intent", "sql_quality": "SQL", "result_relevance": "rows",
+             "answer_faithfulness": "answer"}
+    dims = "; ".join(f"{short[d]} {figs[d]['auc']:.2f}" for d in SEPARATED[1:])
+    return _row(f"{label}: ROC AUC of the score, correct vs incorrect (95% CI {sc['low']:.2f}-{sc['high']:.2f}, "
+                f"n {sc['n_correct']}+{sc['n_incorrect']}; by dimension: {dims})", sc["auc"], "AUC",
+                separation=figs)
 
 
 def bench_heuristic_held_out(seeds: FixtureSeeds = HELD_OUT_SEEDS) -> list[dict[str, Any]]:
@@ -246,3 +265,38 @@ def library_figures(turns_path: str | Path, labels_path: str | Path) -> dict[str
             "defects": sum(r["verdict"] != "good" for r in rows), "defects_band_good": defect_good,
             "correct": sum(r["verdict"] == "good" for r in rows), "correct_band_not_good": correct_not_good,
             "in_range": round(m["in_range"], 3), "band_equal_by_class": {k: tuple(v) for k, v in sorted(by_class.items())}}
+
+
+#: what :func:`separation_figures` separates: the score, then each dimension
+SEPARATED = ("score", "intent_understood", "sql_quality", "result_relevance", "answer_faithfulness")
+
+
+def separation_figures(turns_path: str | Path, labels_path: str | Path) -> dict[str, dict[str, float | int]]:
+    """ROC AUC (with its 95% interval and n) of the heuristic's score and of each subscore for segments
+    labelled correct (verdict good) against the rest (:func:`axon_eval.stats.separation.separation_auc`),
+    under the default rubric: the figure the issue-22 report gave for held-out benchmark predictions."""
+    from ..stats.separation import separation_auc
+
+    turns, _ = load_turns(turns_path)
+    judge = HeuristicJudge()
+    recs = {r.segment_id: r for r in (judge.judge(v) for v in build_views(turns, Rubric.default()))}
+    with open(labels_path, encoding="utf-8") as fh:
+        labels = list(csv.DictReader(fh))
+    missing = [r["segment_id"] for r in labels if r["segment_id"] not in recs]
+    if missing:
+        raise ValueError(f"{labels_path}: {len(missing)} labelled segment(s) not in {turns_path}, e.g. {missing[0]}")
+    correct = [r["verdict"] == "good" for r in labels]
+    out = {}
+    for name in SEPARATED:
+        values = []
+        for r in labels:
+            rec = recs[r["segment_id"]]
+            if rec.verdict is None:
+                values.append(None)  # unjudged: no value, counted as missing
+            elif name == "score":
+                values.append(rec.extra["heuristic"]["score"])
+            else:
+                values.append(getattr(rec.verdict, name))
+        out[name] = {k: (round(v, 3) if isinstance(v, float) else v)
+                     for k, v in separation_auc(values, correct).as_dict().items()}
+    return out
