@@ -331,6 +331,32 @@ def test_a_total_answered_by_an_average_through_the_judge():
     assert statistic_gaps(q, "SELECT COUNT(*) FROM members", analyse_sql("SELECT COUNT(*) FROM members"), 1) == []
 
 
+#: a one-word name as a sentence's subject, in three domains: (question, columns, rows, invented name,
+#: the name the rows hold at the asked end)
+SUBJECT_NAMES = [
+    ("Which branch lent the most books?", ["branch", "loans"], [["Harbour", 3120], ["Central", 2954]],
+     "Kestrel", "Harbour"),
+    ("Which team scored the most tries?", ["team", "tries"], [["Carrowdale", 41], ["Thornmere", 39]],
+     "Greywater", "Carrowdale"),
+    ("Which substation logged the highest peak load?", ["substation", "peak_mw"],
+     [["Beverley", 88.4], ["Cottingham", 71.2]], "Hessle", "Beverley"),
+]
+
+
+@pytest.mark.parametrize("question, columns, rows, invented, right", SUBJECT_NAMES)
+def test_a_one_word_name_opening_a_sentence_is_a_claim(question, columns, rows, invented, right):
+    sql = f"SELECT {columns[0]}, {columns[1]} FROM t GROUP BY {columns[0]} ORDER BY {columns[1]} DESC"
+    figure = rows[0][1]
+    v_bad, d_bad = judge(question, sql, columns, rows, f"{invented} had the most, with {figure}.")
+    assert invented in " ".join(d_bad["unsupported_claims"]), d_bad["unsupported_claims"]
+    assert v_bad.answer_faithfulness <= 3 and v_bad.verdict == "partial"
+    v_ok, d_ok = judge(question, sql, columns, rows, f"{right} had the most, with {figure}.")
+    assert d_ok["unsupported_claims"] == [] and v_ok.answer_faithfulness == 10 and v_ok.verdict == "good"
+    # a sentence starter that is no subject of a claim verb is no name
+    v_st, d_st = judge(question, sql, columns, rows, f"Overall, {right} came first. Together they had {figure}.")
+    assert d_st["unsupported_claims"] == [], d_st["unsupported_claims"]
+
+
 # ---------------------------------------------------------------------------------------------
 # correct answers the judge penalised (issue 22, second part); each in three domains, with a
 # defect twin the judge must still catch

@@ -333,7 +333,7 @@ def _claims(answer: str, skip: Sequence[tuple[int, int]],
 
     dates = [d for d in extract_dates(answer) if outside(d.start, d.end)]
     numbers = [n for n in extract_numbers(answer, skip_spans=skip) if outside(n.start, n.end)]
-    names = [n for n in extract_names(answer, lexicon) if outside(n.start, n.end)]
+    names = [n for n in extract_names(answer, lexicon, sentence_start_names=True) if outside(n.start, n.end)]
     ranks = [TextMention("rank", m.group(0), m.start(), m.end()) for m in _RANK_CLAIM.finditer(answer)
              if outside(m.start(), m.end())]
     universals = [TextMention("absolute", m.group(0), m.start(), m.end()) for m in lexicon.absolute.finditer(answer)

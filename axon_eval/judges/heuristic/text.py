@@ -237,6 +237,11 @@ _SENTENCE_START = re.compile(r"(?:[.!?:;]\s+|\n\s*|[\[(]\s*|\d+[.)]\s+|\s-\s+|^\
 _POSSESSIVE = re.compile(r"['’]s$")
 
 
+def _subject_verb_follows(text: str, end: int) -> bool:
+    m = re.match(r" ([a-z]+)\b", text[end:end + 16])
+    return bool(m) and m.group(1) in SUBJECT_VERBS
+
+
 def _sentence_starts(text: str) -> set[int]:
     starts = {0}
     for m in _SENTENCE_START.finditer(text):
@@ -244,12 +249,22 @@ def _sentence_starts(text: str) -> set[int]:
     return starts
 
 
-def extract_names(text: str, lexicon: Lexicon = DEFAULT) -> list[TextMention]:
+#: verbs that make a sentence's first word its subject ("Kestrel had 40 loans"): a one-word name there is
+#: read as a claim only before one of these, so a sentence starter ("Overall, ...") is never a name
+SUBJECT_VERBS = frozenset("""
+had has was were is are led topped ranked came finished placed recorded logged made took saw drew sent
+received handled carried ran reached sold spent earned paid cost returned hosted delivered shipped
+generated scored won lost booked served issued lent borrowed ordered owed billed charged posted
+""".split())
+
+
+def extract_names(text: str, lexicon: Lexicon = DEFAULT, sentence_start_names: bool = False) -> list[TextMention]:
     """Capitalised names: sequences of capitalised words (joined by particles such as ``of``/``van``).
 
     A sequence of two or more capitalised words counts anywhere (after trimming generic edge words:
     ``The``, ``Pool``, ``Final``...); a single capitalised word counts only mid-sentence and when it
-    is not a common word (so sentence starters are not names). All-caps words (SQL keywords, acronyms)
+    is not a common word (so sentence starters are not names), or, with ``sentence_start_names``
+    (answers), also as a sentence's first word directly before a verb of :data:`SUBJECT_VERBS`. All-caps words (SQL keywords, acronyms)
     and possessive ``'s`` are dropped. A currency code or unit token next to a figure
     (:func:`figure_code`: "Norwich Millennium GBP 1,483.51") ends the name before it.
     """
@@ -295,7 +310,9 @@ def extract_names(text: str, lexicon: Lexicon = DEFAULT) -> list[TextMention]:
             word, ws, we = seq[0]
             if starts is None:
                 starts = _sentence_starts(text)
-            if ws in starts or word.lower() in lexicon.not_names or len(word) < 3 or figure_code(text, word, ws, we):
+            if word.lower() in lexicon.not_names or len(word) < 3 or figure_code(text, word, ws, we):
+                continue
+            if ws in starts and not (sentence_start_names and _subject_verb_follows(text, we)):
                 continue
         token = text[seq[0][1]:seq[-1][2]]
         out.append(TextMention("name", token, seq[0][1], seq[-1][2], token))
