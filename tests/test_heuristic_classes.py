@@ -296,6 +296,72 @@ def test_each_named_statistic_is_checked_in_three_domains(name):
         assert statistic_gaps(question, right, analyse_sql(right), 1) == [], (question, right)
 
 
+#: position k asked, OFFSET other than k - 1: (question, SQL with the wrong OFFSET, the right one), three domains
+OFFSETS = [
+    ("Which stop had the third-highest number of boardings?",
+     "SELECT stop, COUNT(*) AS boardings FROM taps GROUP BY stop ORDER BY boardings DESC LIMIT 1 OFFSET 1",
+     "SELECT stop, COUNT(*) AS boardings FROM taps GROUP BY stop ORDER BY boardings DESC LIMIT 1 OFFSET 2"),
+    ("Which team had the second-highest points total in 2024?",
+     "SELECT team, SUM(points) AS points FROM results GROUP BY team ORDER BY points DESC LIMIT 1 OFFSET 2",
+     "SELECT team, SUM(points) AS points FROM results GROUP BY team ORDER BY points DESC LIMIT 1 OFFSET 1"),
+    ("Which branch had the fourth-largest number of loans?",
+     "SELECT branch, COUNT(*) AS loans FROM loans GROUP BY branch ORDER BY loans DESC LIMIT 2, 1",
+     "SELECT branch, COUNT(*) AS loans FROM loans GROUP BY branch ORDER BY loans DESC LIMIT 3, 1"),
+]
+
+
+@pytest.mark.parametrize("question, wrong, right", OFFSETS)
+def test_an_offset_that_skips_the_wrong_number_of_rows_is_another_position(question, wrong, right):
+    gaps = statistic_gaps(question, wrong, analyse_sql(wrong), 1)
+    assert len(gaps) == 1 and "OFFSET" in gaps[0], gaps
+    assert statistic_gaps(question, right, analyse_sql(right), 1) == []
+
+
+#: an extreme value asked, answered by a mean or a total with no ordering, three domains
+EXTREMES = [
+    ("What was the longest shift anyone worked in 2025?", "SELECT ROUND(AVG(worked_minutes), 0) FROM shifts",
+     "SELECT MAX(worked_minutes) FROM shifts"),
+    ("What was the highest attendance at a Carrowdale home game?", "SELECT AVG(attendance) FROM matches",
+     "SELECT attendance FROM matches ORDER BY attendance DESC LIMIT 1"),
+    ("What is the cheapest fare on the night routes?", "SELECT SUM(fare_cents) FROM fares",
+     "SELECT MIN(fare_cents) FROM fares"),
+]
+
+
+@pytest.mark.parametrize("question, neighbour, right", EXTREMES)
+def test_an_extreme_answered_by_a_mean_or_total_is_a_neighbour(question, neighbour, right):
+    gaps = statistic_gaps(question, neighbour, analyse_sql(neighbour), 1)
+    assert len(gaps) == 1 and ("maximum" in gaps[0] or "minimum" in gaps[0]), gaps
+    assert statistic_gaps(question, right, analyse_sql(right), 1) == []
+    # the mean of an extreme ("the highest average ...") is asked as an average: no gap
+    q = question.replace("longest", "longest average").replace("highest", "highest average")
+    if "average" in q:
+        assert statistic_gaps(q, neighbour, analyse_sql(neighbour), 1) == []
+
+
+#: UNION without ALL removes repeats: a count over it answers "how many different", three domains
+UNIONS = [
+    ("How many different stops do routes B40 and B43 serve between them?",
+     "SELECT COUNT(*) FROM (SELECT stop_id FROM route_stops WHERE route_id = 40 UNION "
+     "SELECT stop_id FROM route_stops WHERE route_id = 43)"),
+    ("How many different players appeared for Carrowdale or Thornmere?",
+     "SELECT COUNT(*) FROM (SELECT player_id FROM lineups WHERE team = 'Carrowdale' UNION "
+     "SELECT player_id FROM lineups WHERE team = 'Thornmere')"),
+    ("How many distinct members borrowed or reserved a book?",
+     "SELECT COUNT(*) FROM (SELECT member_id FROM loans UNION SELECT member_id FROM reservations)"),
+]
+
+
+@pytest.mark.parametrize("question, sql", UNIONS)
+def test_a_count_over_a_union_is_a_distinct_count_and_over_union_all_is_not(question, sql):
+    assert statistic_gaps(question, sql, analyse_sql(sql), 1) == []
+    v, d = judge(question, sql, ["n"], [[38]], "There are 38 of them.")
+    assert "without DISTINCT" not in v.explanation, v.explanation
+    doubled = sql.replace(" UNION ", " UNION ALL ")
+    gaps = statistic_gaps(question, doubled, analyse_sql(doubled), 1)
+    assert gaps == ["the question asks for the distinct count but the SQL computes COUNT"]
+
+
 #: an average answered by a SUM that never divides (targeting's check, not statistic_gaps), three domains
 AVERAGE_BY_SUM = [
     ("What was the average attendance at home games?", "SELECT SUM(attendance) AS attendance FROM matches",

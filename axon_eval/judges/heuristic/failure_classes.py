@@ -216,7 +216,7 @@ _STATISTICS = (
     ("percentile", re.compile(r"\b(\d+(?:st|nd|rd|th) percentile|percentile|quartile|p\d\d)\b", re.I),
      re.compile(r"\b(percentile\w*|ntile|row_number|percent_rank|cume_dist|quantile\w*)\b", re.I)),
     ("distinct count", re.compile(r"\bhow many (different|distinct|unique|individual|separate)\b", re.I),
-     re.compile(r"\b(distinct|group\s+by)\b", re.I)),
+     re.compile(r"\b(distinct|group\s+by)\b|\bunion\b(?!\s+all\b)", re.I)),  # UNION (not ALL) removes repeats
 )
 #: an average asked (answered by SUM with no division: targeting's "never divides" check)
 _AVERAGE_ASKED = re.compile(r"\b(average|averaged|mean|per)\b(?!\s+(?:that|to|by|it)\b)", re.I)
@@ -237,20 +237,41 @@ def statistic_gaps(question: str, sql_text: str, sql: Any, rows_returned: int) -
     if _TOTAL_ASKED.search(question) and not _AVERAGE_ASKED.search(question) and aggs == {"avg"}:
         gaps.append("the question asks for a total but the SQL computes AVG")
     order_dirs = {desc for _, desc in sql.order}
-    if _MIN_WORDS.search(question) and not _MAX_WORDS.search(question) and "max" in aggs and "min" not in aggs \
-            and False not in order_dirs:
+    lo, hi = bool(_MIN_WORDS.search(question)), bool(_MAX_WORDS.search(question))
+    if lo and not hi and "max" in aggs and "min" not in aggs and False not in order_dirs:
         gaps.append("the question asks for the minimum but the SQL computes MAX")
-    if _MAX_WORDS.search(question) and not _MIN_WORDS.search(question) and "min" in aggs and "max" not in aggs \
-            and True not in order_dirs:
+    if hi and not lo and "min" in aggs and "max" not in aggs and True not in order_dirs:
         gaps.append("the question asks for the maximum but the SQL computes MIN")
+    # an extreme value asked of a single figure, answered by a mean or a total with no ordering
+    if (lo != hi) and aggs and aggs <= {"avg", "sum"} and not sql.order and not sql.group_by \
+            and not _AVERAGE_ASKED.search(question) and not _TOTAL_ASKED.search(question):
+        end = "minimum" if lo else "maximum"
+        gaps.append(f"the question asks for the {end} but the SQL computes {', '.join(sorted(a.upper() for a in aggs))}")
     pos = _POSITION.search(question)
     if pos:
         k = _ORDINALS[pos.group(1).lower()]
-        offset = bool(re.search(r"\boffset\b|,\s*\d+\s*$|\b(rank|dense_rank|row_number)\b", sql_text, re.I))
-        if not offset and rows_returned < k:
+        ranked = bool(re.search(r"\b(rank|dense_rank|row_number|ntile)\b", sql_text, re.I))
+        skip = _offset_of(sql_text)
+        if skip is not None and not ranked and skip != k - 1 and rows_returned <= 1:
+            gaps.append(f"the question asks for position {k} ({pos.group(0)}) but the SQL skips {skip} row(s) "
+                        f"(OFFSET {skip}), which returns position {skip + 1}")
+        elif skip is None and not ranked and rows_returned < k:
             gaps.append(f"the question asks for position {k} ({pos.group(0)}) but the SQL returns "
                         f"{rows_returned} row(s) with no OFFSET or rank")
     return gaps
+
+
+_OFFSET = re.compile(r"\boffset\s+(\d+)\b", re.I)
+_LIMIT_SKIP = re.compile(r"\blimit\s+(\d+)\s*,\s*\d+\s*;?\s*$", re.I)  # MySQL/SQLite LIMIT skip, count
+
+
+def _offset_of(sql_text: str) -> int | None:
+    """Rows the outer statement skips (``OFFSET n`` or ``LIMIT n, m``), ``None`` when it skips none."""
+    m = _OFFSET.findall(sql_text)
+    if m:
+        return int(m[-1])
+    m2 = _LIMIT_SKIP.search(sql_text.strip())
+    return int(m2.group(1)) if m2 else None
 
 
 # ------------------------------------------------------------------------------------------------

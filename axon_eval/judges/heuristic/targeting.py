@@ -635,6 +635,8 @@ def _coded_cell(profile: QuestionProfile, info: StepInfo, entity: str) -> str:
 
 
 _OPS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+#: UNION without ALL removes repeated rows: a count over it is a count of distinct rows
+_UNION_DISTINCT = re.compile(r"\bunion\b(?!\s+all\b)", re.I)
 _HOW_MANY_DISTINCT = re.compile(r"\bhow many (distinct|different|unique|individual|separate) ([a-z]+)", re.I)
 _HOW_MANY = re.compile(r"\bhow many (?:distinct |different |unique |individual )?([a-z]+)", re.I)
 
@@ -790,7 +792,7 @@ def assess_targeting(profile: QuestionProfile, info: StepInfo, horizon: int,
                              f"{cols} stands against a total over every row")
     m = _HOW_MANY_DISTINCT.search(profile.text)
     if m and sql.count_args and not any(a.startswith("distinct") for a in sql.count_args) \
-            and "distinct" not in info.step.sql.lower():
+            and "distinct" not in info.step.sql.lower() and not _UNION_DISTINCT.search(info.step.sql):
         t.wider.append(f"the question asks how many {m.group(1).lower()} {m.group(2).lower()} but the SQL counts "
                        f"rows ({', '.join(f'COUNT({a})' for a in sql.count_args)}) without DISTINCT, so repeats "
                        "are counted")
