@@ -362,6 +362,84 @@ def test_a_count_over_a_union_is_a_distinct_count_and_over_union_all_is_not(ques
     assert gaps == ["the question asks for the distinct count but the SQL computes COUNT"]
 
 
+#: integer division: (question, SQL, its whole-number cell, the decimal twin, its cell), three domains;
+#: SQLite really returns these cells (checked below against sqlite3)
+INT_DIVISIONS = [
+    ("What was our trip cancellation rate?",
+     "SELECT SUM(CASE WHEN status = 'cancelled' THEN 1 ELSE 0 END) / COUNT(*) AS rate FROM t",
+     "SELECT 1.0 * SUM(CASE WHEN status = 'cancelled' THEN 1 ELSE 0 END) / COUNT(*) AS rate FROM t"),
+    ("How many loans per member did we make on average?",
+     "SELECT COUNT(*) / COUNT(DISTINCT member_id) AS per_member FROM t",
+     "SELECT CAST(COUNT(*) AS REAL) / COUNT(DISTINCT member_id) AS per_member FROM t"),
+    ("How late, in minutes, did route B26 run on average?",
+     "SELECT SUM(delay_seconds) / COUNT(delay_seconds) / 60 AS minutes FROM t",
+     "SELECT SUM(delay_seconds) / COUNT(delay_seconds) / 60.0 AS minutes FROM t"),
+]
+
+
+@pytest.mark.parametrize("question, integer_sql, decimal_sql", INT_DIVISIONS)
+def test_integer_division_is_a_miscomputed_figure(question, integer_sql, decimal_sql):
+    import sqlite3
+
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE TABLE t (status TEXT, member_id INTEGER, delay_seconds INTEGER)")
+    con.executemany("INSERT INTO t VALUES (?, ?, ?)",
+                    [("cancelled", 1, 50), ("ran", 1, 70), ("ran", 2, 90), ("ran", 3, 100), ("ran", 3, 20)])
+    cut, exact = con.execute(integer_sql).fetchone()[0], con.execute(decimal_sql).fetchone()[0]
+    assert isinstance(cut, int) and isinstance(exact, float) and cut != exact  # the oracle: SQLite itself
+    v, d = judge(question, integer_sql, ["value"], [[cut]], f"It comes out at {cut}.")
+    assert v.verdict == "partial" and d["verdict_rule"] == "the SQL computes the figure wrongly", d["verdict_rule"]
+    assert "drops the fraction" in v.explanation
+    v2, d2 = judge(question, decimal_sql, ["value"], [[round(exact, 2)]], f"It comes out at {round(exact, 2)}.")
+    assert "drops the fraction" not in v2.explanation
+
+
+#: COUNT over UNION ALL for an either/or set, three domains
+UNION_ALL_COUNTS = [
+    "SELECT COUNT(*) FROM (SELECT vehicle_id FROM vehicles WHERE propulsion = 'battery' UNION ALL "
+    "SELECT vehicle_id FROM vehicles WHERE depot = 'Seeweid')",
+    "SELECT COUNT(*) FROM (SELECT player_id FROM tries UNION ALL SELECT player_id FROM cards)",
+    "SELECT COUNT(member_id) FROM (SELECT member_id FROM loans WHERE year = 2024 UNION ALL "
+    "SELECT member_id FROM events_bookings WHERE year = 2024)",
+]
+
+
+@pytest.mark.parametrize("sql", UNION_ALL_COUNTS)
+def test_a_count_over_union_all_counts_shared_rows_twice(sql):
+    question = "How many are there in either group?"
+    v, d = judge(question, sql, ["n"], [[167]], "There are 167.")
+    assert d["verdict_rule"] == "the SQL computes the figure wrongly" and "UNION ALL" in v.explanation
+    v2, d2 = judge(question, sql.replace("UNION ALL", "UNION"), ["n"], [[150]], "There are 150.")
+    assert "UNION ALL" not in v2.explanation and v2.verdict == "good", v2.explanation
+
+
+#: COUNT of a nullable column for a how-many, three domains: (question, COUNT(col) SQL, COUNT(*) twin)
+NULLABLE_COUNTS = [
+    ("How many vehicles are based at Northgate Depot?",
+     "SELECT COUNT(v.battery_kwh) AS vehicles FROM vehicles v WHERE v.depot = 'Northgate Depot'",
+     "SELECT COUNT(*) AS vehicles FROM vehicles v WHERE v.depot = 'Northgate Depot'"),
+    ("How many matches did Carrowdale play in 2024?",
+     "SELECT COUNT(attendance) AS matches FROM matches WHERE home = 'Carrowdale' AND season = 2024",
+     "SELECT COUNT(match_id) AS matches FROM matches WHERE home = 'Carrowdale' AND season = 2024"),
+    ("How many incidents were logged on the tram routes?",
+     "SELECT COUNT(resolved_date) AS incidents FROM incidents WHERE mode = 'tram'",
+     "SELECT COUNT(*) AS incidents FROM incidents WHERE mode = 'tram'"),
+]
+
+
+@pytest.mark.parametrize("question, nullable, twin", NULLABLE_COUNTS)
+def test_count_of_a_nullable_column_for_how_many(question, nullable, twin):
+    v, d = judge(question, nullable, ["n"], [[42]], "There are 42.")
+    assert d["verdict_rule"] == "the SQL computes the figure wrongly" and "is NULL" in v.explanation
+    v2, _ = judge(question, twin, ["n"], [[57]], "There are 57.")
+    assert "is NULL" not in v2.explanation
+    # the column filtered IS NOT NULL, or named by the question, counts what was asked
+    col = nullable.split("COUNT(")[1].split(")")[0]
+    guarded = nullable.replace(" WHERE ", f" WHERE {col} IS NOT NULL AND ")
+    v3, _ = judge(question, guarded, ["n"], [[42]], "There are 42.")
+    assert "is NULL" not in v3.explanation
+
+
 #: an average answered by a SUM that never divides (targeting's check, not statistic_gaps), three domains
 AVERAGE_BY_SUM = [
     ("What was the average attendance at home games?", "SELECT SUM(attendance) AS attendance FROM matches",

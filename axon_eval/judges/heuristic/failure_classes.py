@@ -324,3 +324,106 @@ def row_position_check(question: str, top_n: int | None, evidence: Any, name: st
                     f"({rows[target][col]})")
         return ""
     return ""
+
+
+# ------------------------------------------------------------------------------------------------
+# figures the SQL computes wrongly: integer division, UNION ALL counts, COUNT of a nullable column
+# ------------------------------------------------------------------------------------------------
+def _is_integer_expr(node: exp.Expression) -> bool:
+    """``node`` is integer-valued whatever the column types: COUNT, an integer literal, or SUM/TOTAL of
+    a CASE/IIF whose every result is an integer literal (a conditional count)."""
+    if isinstance(node, exp.Paren):
+        return _is_integer_expr(node.this)
+    if isinstance(node, exp.Count):
+        return True
+    if isinstance(node, exp.Literal):
+        return not node.is_string and "." not in node.this and "e" not in node.this.lower()
+    if isinstance(node, exp.Sum) and isinstance(node.this, exp.Case | exp.If):
+        results = [i.args.get("true") for i in node.this.args.get("ifs") or []] + [node.this.args.get("default")]
+        if isinstance(node.this, exp.If):
+            results = [node.this.args.get("true"), node.this.args.get("false")]
+        return all(r is None or (isinstance(r, exp.Literal) and not r.is_string and "." not in r.this)
+                   for r in results)
+    return False
+
+
+def integer_divisions(select: exp.Expression | None) -> tuple[tuple[int, str, bool], ...]:
+    """Outer SELECT columns computed by a ``/`` with no decimal literal, ``CAST`` or ``REAL`` in it:
+    (column index, the division's SQL text, whether both operands are integer-valued whatever the column
+    types). SQLite, PostgreSQL and SQL Server divide two integers to an integer, dropping the fraction;
+    the caller confirms from the rows (whole-number cells) when the operands' types are not known."""
+    if select is None or not isinstance(select, exp.Select):
+        return ()
+    out = []
+    for i, proj in enumerate(select.expressions):
+        divs = list(proj.find_all(exp.Div))
+        if not divs:
+            continue
+        text = proj.sql(dialect="sqlite")
+        if re.search(r"\d\.\d|\d\.(?!\w)|\bcast\b|\breal\b|\bfloat\b|\bdouble\b|\bnumeric\b|\bdecimal\b",
+                     text, re.I):
+            continue
+        div = divs[0]
+        typed = _is_integer_expr(div.this) and _is_integer_expr(div.expression)
+        out.append((i, div.sql(dialect="sqlite"), typed))
+    return tuple(out)
+
+
+def union_all_counts(tree: exp.Expression) -> tuple[str, ...]:
+    """COUNT without DISTINCT over a derived table that is a ``UNION ALL``: a row both branches hold is
+    counted twice (the question's "either/or" set has no repeats)."""
+    out = []
+    for count in tree.find_all(exp.Count):
+        if isinstance(count.this, exp.Distinct):
+            continue
+        select = count.find_ancestor(exp.Select)
+        frm = select.args.get("from") or select.args.get("from_") if select is not None else None
+        sub = frm.this if frm is not None else None
+        body = sub.this if isinstance(sub, exp.Subquery) else None
+        if isinstance(body, exp.Union) and not body.args.get("distinct"):
+            out.append(f"{count.sql(dialect='sqlite')} counts the rows of a UNION ALL, so one held by both "
+                       "branches is counted twice")
+    return tuple(dict.fromkeys(out))
+
+
+def not_null_columns(tree: exp.Expression) -> frozenset[str]:
+    """Columns filtered ``IS NOT NULL`` anywhere in the statement."""
+    return frozenset(n.this.this.name.lower() for n in tree.find_all(exp.Not)
+                     if isinstance(n.this, exp.Is) and isinstance(n.this.this, exp.Column))
+
+
+def nullable_counts(question: str, count_args: tuple[str, ...], not_null: frozenset[str]) -> tuple[str, ...]:
+    """``COUNT(col)`` for a "how many <things>" question, where ``col`` is no key (``id``, ``*_id``), the
+    question does not name it, and no ``col IS NOT NULL`` filter makes it equal COUNT(*): COUNT of a
+    column skips the rows where it is NULL, so the things without a value are not counted.
+    ``count_args`` is :attr:`~.sql_facts.SqlAnalysis.count_args` (a column name, ``*``, ``distinct ...``)."""
+    if not re.search(r"\bhow many\b|\bnumber of\b|\bcount of\b", question, re.I):
+        return ()
+    words = set(re.findall(r"[a-z]+", question.lower()))
+    out = []
+    for col in count_args:
+        if col in ("*", "expr") or col.startswith("distinct") or col == "id" or col.endswith("_id") \
+                or col in not_null:
+            continue
+        parts = [p for p in re.split(r"[_\W]+", col) if p]
+        if any(p in words or p.rstrip("s") in words or p + "s" in words for p in parts):
+            continue  # the question names the column ("how many resolved incidents" ... COUNT(resolved_at))
+        out.append(f"COUNT({col}) skips the rows where {col} is NULL, so those are not counted")
+    return tuple(dict.fromkeys(out))
+
+
+def miscomputed_findings(question: str, sql: Any, rows: list[list[Any]]) -> list[str]:
+    """Figures the answering statement computes wrongly, each with its reason: an integer division
+    (both operands integer-valued, or every shown cell of the column a whole number), a COUNT over a
+    UNION ALL, a COUNT of a nullable column for a "how many" (``sql``: a
+    :class:`~.sql_facts.SqlAnalysis`; ``rows``: the shown rows)."""
+    out: list[str] = []
+    for col, text, typed in sql.integer_divisions:
+        cells = [r[col] for r in rows if col < len(r)]
+        whole = bool(cells) and all(isinstance(v, int) and not isinstance(v, bool) for v in cells)
+        if typed or whole:
+            out.append(f"{text} divides whole numbers with no decimal, so the engine drops the fraction "
+                       "(write 1.0 * or CAST ... AS REAL)")
+    out.extend(sql.union_all_counts)
+    out.extend(nullable_counts(question, sql.count_args, sql.not_null_columns))
+    return out

@@ -263,6 +263,8 @@ def decide_verdict(profile: Any, evidence: Any, targeting: Targeting, relevance:
         return "partial", "an aggregate is inflated by a one-to-many join"
     if targeting.wrong_statistic:
         return "partial", "the SQL computes a neighbour of the statistic or position asked for"
+    if targeting.miscomputed:
+        return "partial", "the SQL computes the figure wrongly"
     if targeting.missing_measure or targeting.absent_entities or targeting.wider:
         return "partial", "part of what the question asks for is missing from the SQL"
     return "good", "no critical finding"

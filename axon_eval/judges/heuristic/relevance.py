@@ -89,6 +89,9 @@ def check_relevance(profile: QuestionProfile, evidence: Evidence, answer_step: S
         score -= 5
         r.findings.append(f"the figure of step {st.index} is inflated by a one-to-many join: "
                           + "; ".join(targeting.inflated))
+    if targeting.miscomputed:
+        score -= 5
+        r.findings.append(f"the figure of step {st.index} is computed wrongly: " + "; ".join(targeting.miscomputed))
     if targeting.wrong_statistic:
         score -= 4
         r.findings.append(f"the rows of step {st.index} hold a neighbour of what was asked: "

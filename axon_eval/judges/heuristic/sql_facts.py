@@ -13,7 +13,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 
-from .failure_classes import fan_out_findings, output_units
+from .failure_classes import (fan_out_findings, integer_divisions, not_null_columns, output_units,
+                              union_all_counts)
 from .lexicon import DEFAULT, Lexicon
 from .text import _ISO_DATE, _YEAR_MAX, _YEAR_MIN
 
@@ -110,6 +111,12 @@ class SqlAnalysis:
     fan_out: tuple[str, ...] = ()
     #: (output column, unit word) of the outer SELECT (:func:`.failure_classes.output_units`)
     output_units: tuple[tuple[str, str], ...] = ()
+    #: outer columns computed by a division with no decimal in it (:func:`.failure_classes.integer_divisions`)
+    integer_divisions: tuple[tuple[int, str, bool], ...] = ()
+    #: COUNTs over a UNION ALL (:func:`.failure_classes.union_all_counts`)
+    union_all_counts: tuple[str, ...] = ()
+    #: columns filtered IS NOT NULL anywhere (:func:`.failure_classes.not_null_columns`)
+    not_null_columns: frozenset[str] = frozenset()
 
     @property
     def has_where(self) -> bool:
@@ -357,6 +364,8 @@ def analyse_sql(sql: str) -> SqlAnalysis:
     table_parts = frozenset(p for tname in tables for p in _parts(tname)) - column_and_function_parts
     fan_out = fan_out_findings(tree) if len(tables) > 1 and agg_nodes else ()
     units = output_units(select, _parts)
+    int_divs = integer_divisions(select) if arithmetic else ()
+    union_counts = union_all_counts(tree) if "count" in aggregates and "union" in sql_lower_for_union(tree) else ()
     return SqlAnalysis(parsed=True, kind=kind, tables=tables, identifiers=frozenset(identifiers),
                        aliases=frozenset(aliases), literals=frozenset(literals), filters=tuple(filters),
                        years=frozenset(years), aggregates=frozenset(aggregates), count_only=count_only,
@@ -364,7 +373,14 @@ def analyse_sql(sql: str) -> SqlAnalysis:
                        all_columns=all_columns, raw_literals=raw_literals, output_sources=tuple(output_sources),
                        count_args=tuple(count_args), from_table=from_table, arithmetic=arithmetic,
                        conditional_agg=conditional, table_parts=table_parts, thresholds=tuple(thresholds),
-                       ungrouped_columns=tuple(ungrouped), fan_out=fan_out, output_units=units)
+                       ungrouped_columns=tuple(ungrouped), fan_out=fan_out, output_units=units,
+                       integer_divisions=int_divs, union_all_counts=union_counts,
+                       not_null_columns=not_null_columns(tree) if count_args else frozenset())
+
+
+def sql_lower_for_union(tree: exp.Expression) -> str:
+    """``"union"`` when the statement holds a UNION anywhere (a cheap gate for the UNION ALL walk)."""
+    return "union" if any(True for _ in tree.find_all(exp.Union)) else ""
 
 
 def measure_in_sql(measure: str, sql: SqlAnalysis, lexicon: Lexicon = DEFAULT) -> str:

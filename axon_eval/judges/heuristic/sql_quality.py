@@ -65,6 +65,7 @@ def check_sql_quality(profile: QuestionProfile, evidence: Evidence, answer_step:
     material.extend(targeting.wider)
     material.extend(targeting.inflated)
     material.extend(targeting.wrong_statistic)
+    material.extend(targeting.miscomputed)
     if sql.limit is not None and answer_step.total >= sql.limit:
         if profile.top_n and sql.limit < profile.top_n:
             material.append(f"LIMIT {sql.limit} is below the top {profile.top_n} asked for")

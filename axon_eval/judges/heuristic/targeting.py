@@ -12,7 +12,7 @@ from typing import Any
 
 from .evidence_index import StepInfo, _mention_key
 from . import failure_classes
-from .failure_classes import statistic_gaps
+from .failure_classes import miscomputed_findings, statistic_gaps
 from .question import QuestionProfile
 from .sql_facts import SqlAnalysis, SqlFilter, _parts, measure_in_sql
 from .text import _ISO_DATE, _TOKEN, _norm, _stem, extract_numbers
@@ -81,6 +81,8 @@ class Targeting:
     inflated: list[str] = field(default_factory=list)
     #: statistics or positions the question names and the SQL does not compute
     wrong_statistic: list[str] = field(default_factory=list)
+    #: figures the SQL computes wrongly (integer division, COUNT over UNION ALL, COUNT of a nullable column)
+    miscomputed: list[str] = field(default_factory=list)
     #: the answering statement selects its subject by an id the judge cannot tie to the asked entity
     opaque_scope: bool = False
     #: a count answered from the full row count of a listing (sound: no aggregation deduction)
@@ -703,6 +705,7 @@ def assess_targeting(profile: QuestionProfile, info: StepInfo, horizon: int,
     _period_findings(profile, info, t, evidence)
     t.inflated.extend(sql.fan_out)
     t.wrong_statistic.extend(statistic_gaps(profile.text, info.step.sql, sql, info.total))
+    t.miscomputed.extend(miscomputed_findings(profile.text, sql, info.step.rows))
     # entities
     literal_text = " | ".join(sql.literals)
     specific = [f for f in sql.filters if (f.specific or f.is_code) and not f.is_date
