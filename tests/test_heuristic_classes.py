@@ -440,6 +440,69 @@ def test_count_of_a_nullable_column_for_how_many(question, nullable, twin):
     assert "is NULL" not in v3.explanation
 
 
+#: a threshold the question states in other words, three domains: (question, SQL, the filter column)
+STATED_THRESHOLDS = [
+    ("How many departures on route B3 left more than three minutes late?",
+     "SELECT COUNT(*) AS n FROM trips WHERE route = 'B3' AND delay_seconds > 180"),
+    ("How many loans ran longer than two weeks?", "SELECT COUNT(*) AS n FROM loans WHERE loan_days > 14"),
+    ("How many calls to the clinic lasted over 2 hours?", "SELECT COUNT(*) AS n FROM calls WHERE duration_minutes > 120"),
+]
+
+
+@pytest.mark.parametrize("question, sql", STATED_THRESHOLDS)
+def test_a_threshold_stated_as_a_number_word_or_in_another_unit_is_no_narrowing(question, sql):
+    v, d = judge(question, sql, ["n"], [[103]], "There were 103.")
+    assert "narrows the set" not in v.explanation and v.verdict == "good", v.explanation
+    # another number in the same place is still a filter the question does not state
+    off = sql.replace("> 180", "> 240").replace("> 14", "> 21").replace("> 120", "> 90")
+    v2, _ = judge(question, off, ["n"], [[61]], "There were 61.")
+    assert "narrows the set" in v2.explanation, v2.explanation
+
+
+def test_a_percentile_as_a_fraction_is_the_question_number():
+    from axon_eval.judges.heuristic.failure_classes import threshold_stated
+    assert threshold_stated("What is the 90th-percentile departure delay?", "cd", 0.9)
+    assert threshold_stated("What is the 95th percentile of order values?", "pr", 0.95)
+    assert threshold_stated("Which members sit in the top 10 percent by loans?", "share", 0.1)
+    assert not threshold_stated("What is the 90th-percentile departure delay?", "cd", 0.8)
+
+
+#: a demonym as the first part of a hyphenated compound, three domains
+HYPHENATED_DEMONYMS = [
+    ("How many Dutch-built buses do we run?", "manufacturer_country", "Netherlands", "We run 49 Dutch-built buses."),
+    ("How many French-registered partners do we lend to?", "country", "France", "We lend to 49 French-registered partners."),
+    ("How many Swiss-based clubs played in the cup?", "country", "Switzerland", "49 Swiss-based clubs played."),
+]
+
+
+@pytest.mark.parametrize("question, column, place, answer", HYPHENATED_DEMONYMS)
+def test_a_hyphenated_demonym_is_its_place(question, column, place, answer):
+    sql = f"SELECT {column}, COUNT(*) AS n FROM t WHERE {column} = '{place}' GROUP BY {column}"
+    v, d = judge(question, sql, [column, "n"], [[place, 49]], answer)
+    assert v.verdict == "good", (d["verdict_rule"], v.explanation)
+    wrong = sql.replace(f"'{place}'", "'Belgium'")
+    v2, d2 = judge(question, wrong, [column, "n"], [["Belgium", 49]], answer)
+    assert v2.verdict != "good", v2.explanation
+
+
+#: a several-word name asked for a snake_case category value, three domains
+SNAKE_VALUES = [
+    ("How many Tram Operators do we employ?", "role", "tram_operator"),
+    ("How many Night Buses run on weekdays?", "service_kind", "night_bus"),
+    ("How many Overdue Notices went out?", "notice_kind", "overdue_notice"),
+]
+
+
+@pytest.mark.parametrize("question, column, value", SNAKE_VALUES)
+def test_a_name_asked_for_a_snake_case_value_is_that_value(question, column, value):
+    sql = f"SELECT {column}, COUNT(*) AS n FROM t WHERE {column} = '{value}' GROUP BY {column}"
+    v, d = judge(question, sql, [column, "n"], [[value, 65]], "There are 65.")
+    assert v.verdict == "good" and "words joined by _" in v.explanation, v.explanation
+    other = sql.replace(f"'{value}'", "'bus_driver'")
+    v2, _ = judge(question, other, [column, "n"], [["bus_driver", 65]], "There are 65.")
+    assert v2.verdict != "good", v2.explanation
+
+
 #: an average answered by a SUM that never divides (targeting's check, not statistic_gaps), three domains
 AVERAGE_BY_SUM = [
     ("What was the average attendance at home games?", "SELECT SUM(attendance) AS attendance FROM matches",

@@ -48,6 +48,7 @@ UNITS: dict[str, tuple[str, float]] = {
     "seconds": ("time", 1.0), "secs": ("time", 1.0), "sec": ("time", 1.0), "s": ("time", 1.0),
     "minutes": ("time", 60.0), "mins": ("time", 60.0), "min": ("time", 60.0), "minute": ("time", 60.0),
     "hours": ("time", 3600.0), "hrs": ("time", 3600.0), "hour": ("time", 3600.0), "h": ("time", 3600.0),
+    "days": ("time", 86400.0), "day": ("time", 86400.0), "weeks": ("time", 604800.0), "week": ("time", 604800.0),
     "wh": ("energy", 1.0), "kwh": ("energy", 1e3), "mwh": ("energy", 1e6),
     "fraction": ("share", 1.0), "ratio": ("share", 1.0), "pct": ("share", 0.01), "percent": ("share", 0.01),
 }
@@ -427,3 +428,42 @@ def miscomputed_findings(question: str, sql: Any, rows: list[list[Any]]) -> list
     out.extend(sql.union_all_counts)
     out.extend(nullable_counts(question, sql.count_args, sql.not_null_columns))
     return out
+
+
+# ------------------------------------------------------------------------------------------------
+# a threshold the question states in other words: a number word, another unit, a percentile
+# ------------------------------------------------------------------------------------------------
+NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+                "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20, "thirty": 30,
+                "forty": 40, "fifty": 50, "sixty": 60, "ninety": 90, "hundred": 100, "a": 1, "an": 1, "half": 0.5}
+_QUANTITY = re.compile(r"\b(\d+(?:\.\d+)?|" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))
+                       + r")(?:st|nd|rd|th)?[\s-]+(?:of\s+an?\s+)?([a-z]+)", re.I)
+
+
+def question_quantities(question: str) -> list[tuple[float, str]]:
+    """(number, the word after it) for every quantity the question writes in digits or words
+    (``"three minutes"`` -> ``(3.0, "minutes")``, ``"90th-percentile"`` -> ``(90.0, "percentile")``)."""
+    out = []
+    for m in _QUANTITY.finditer(question):
+        raw = m.group(1).lower()
+        out.append((float(NUMBER_WORDS.get(raw, raw)) if raw in NUMBER_WORDS else float(raw), m.group(2).lower()))
+    return out
+
+
+def threshold_stated(question: str, column: str, value: float) -> str:
+    """How the question states the threshold ``column <op> value``, or ``""``: a number word ("more than
+    three"), the same quantity in another unit of the column's dimension ("three minutes" for
+    ``delay_seconds > 180``, :data:`UNITS`), or a percentile or percentage as a fraction
+    ("90th percentile" for ``cd >= 0.9``)."""
+    col_unit = _unit_of_parts(tuple(p for p in re.split(r"[_\W]+", column.lower()) if p))
+    for n, word in question_quantities(question):
+        if abs(n - value) < 1e-9:
+            return f"{n:g} {word}"
+        if word in ("percentile", "percent", "per", "%") or "percent" in word:
+            if abs(n / 100 - value) < 1e-9:
+                return f"{n:g} {word} as the fraction {value:g}"
+        if col_unit and word in UNITS and UNITS[word][0] == UNITS[col_unit][0] and word != col_unit:
+            converted = n * UNITS[word][1] / UNITS[col_unit][1]
+            if abs(converted - value) < 1e-9 * max(1.0, abs(value)):
+                return f"{n:g} {word} = {value:g} {col_unit}"
+    return ""

@@ -190,8 +190,13 @@ class Lexicon:
 
     def places_of(self, word: str) -> tuple[str, ...]:
         """The place names (lower case) the adjective or demonym ``word`` stands for (``Swedish`` ->
-        ``("sweden",)``); ``()`` when ``word`` is none."""
-        return self.demonyms.get(word.strip().lower(), ())
+        ``("sweden",)``), also as the first part of a hyphenated compound (``Dutch-built``,
+        ``French-registered``, ``Swiss-based``); ``()`` when ``word`` is none."""
+        w = word.strip().lower()
+        places = self.demonyms.get(w, ())
+        if not places and "-" in w:
+            places = self.demonyms.get(w.split("-", 1)[0], ())
+        return places
 
     def related(self, word: str) -> frozenset[str]:
         """``word`` and its synonyms (lower case)."""

@@ -12,7 +12,7 @@ from typing import Any
 
 from .evidence_index import StepInfo, _mention_key
 from . import failure_classes
-from .failure_classes import miscomputed_findings, statistic_gaps
+from .failure_classes import miscomputed_findings, statistic_gaps, threshold_stated
 from .question import QuestionProfile
 from .sql_facts import SqlAnalysis, SqlFilter, _parts, measure_in_sql
 from .text import _ISO_DATE, _TOKEN, _norm, _stem, extract_numbers
@@ -637,6 +637,20 @@ def _coded_cell(profile: QuestionProfile, info: StepInfo, entity: str) -> str:
 
 
 _OPS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+def _snake_form(name: str) -> set[str]:
+    """``"tram operators"`` -> ``{"tram_operators", "tram_operator"}``: a several-word name as a
+    snake_case value, as written and with its last word singular (a plural of a coded category)."""
+    words = name.lower().split()
+    last = words[-1]
+    singular = (last[:-3] + "y" if last.endswith("ies") else last[:-2] if last.endswith(("ses", "xes", "ches", "shes"))
+                else last[:-1] if last.endswith("s") else last)
+    return {"_".join(words), "_".join(words[:-1] + [singular])}
+
+
+def _snake_literals(literals: Any) -> set[str]:
+    return {lit.lower() for lit in literals if "_" in lit}
+
+
 #: UNION without ALL removes repeated rows: a count over it is a count of distinct rows
 _UNION_DISTINCT = re.compile(r"\bunion\b(?!\s+all\b)", re.I)
 _HOW_MANY_DISTINCT = re.compile(r"\bhow many (distinct|different|unique|individual|separate) ([a-z]+)", re.I)
@@ -713,6 +727,10 @@ def assess_targeting(profile: QuestionProfile, info: StepInfo, horizon: int,
     for ent in profile.entities:
         e = ent.lower()
         if e in literal_text:
+            continue
+        snake = sorted(_snake_form(e) & _snake_literals(sql.literals)) if " " in e else []
+        if snake:
+            t.notes.append(f"{ent} read as the value {snake[0]!r} of the SQL (words joined by _)")
             continue
         word = column_word(ent, sql, literal_text)
         if word:
@@ -823,6 +841,10 @@ def assess_targeting(profile: QuestionProfile, info: StepInfo, horizon: int,
         except ValueError:
             continue
         if v == 0 or any(abs(abs(n.value) - abs(v)) < 1e-9 for n in profile.numbers):
+            continue
+        stated = threshold_stated(profile.text, f.column, v)
+        if stated:
+            t.notes.append(f"the filter {f.column} {_OPS[f.op]} {f.value} read as the question's {stated}")
             continue
         t.narrowing.append(f"the filter {f.column} {_OPS[f.op]} {f.value} is not in the question and narrows the set")
     # ordering direction
