@@ -503,6 +503,38 @@ def test_a_name_asked_for_a_snake_case_value_is_that_value(question, column, val
     assert v2.verdict != "good", v2.explanation
 
 
+#: a compound measure computed under its modifier's column, three domains: (question, SQL, modifier-free twin)
+COMPOUND_MEASURES = [
+    ("What battery capacity is based at Lindwerk Depot?",
+     "SELECT SUM(battery_kwh) AS kwh FROM vehicles WHERE depot = 'Lindwerk Depot'",
+     "SELECT COUNT(*) AS vehicles FROM vehicles WHERE depot = 'Lindwerk Depot'"),
+    ("What is the total seating capacity of the Cardiff venues?",
+     "SELECT SUM(seats) AS seats FROM venues WHERE city = 'Cardiff'",
+     "SELECT COUNT(*) AS venues FROM venues WHERE city = 'Cardiff'"),
+    ("What storage capacity do the Harbour branch's shelves have?",
+     "SELECT SUM(storage_metres) AS metres FROM shelves WHERE branch = 'Harbour'",
+     "SELECT COUNT(*) AS shelves FROM shelves WHERE branch = 'Harbour'"),
+]
+
+
+@pytest.mark.parametrize("question, sql, twin", COMPOUND_MEASURES)
+def test_a_compound_measure_is_computed_by_its_modifiers_column(question, sql, twin):
+    v, d = judge(question, sql, ["value"], [[15806]], "It comes to 15,806.")
+    assert "computes nothing about capacity" not in v.explanation and v.verdict == "good", v.explanation
+    v2, _ = judge(question, twin, ["value"], [[57]], "It comes to 57.")
+    assert "capacity" in v2.explanation and v2.verdict != "good", v2.explanation
+
+
+def test_percentile_is_no_percentage():
+    from axon_eval.judges.heuristic.lexicon import DEFAULT
+    pattern = DEFAULT.measures["percentage"][0]
+    for q in ("What is the 90th-percentile delay?", "What is the median and the 75th percentile of fines?",
+              "Give me the percentile rank of each branch."):
+        assert not pattern.search(q), q
+    for q in ("What percent of loans were late?", "What percentage of trips ran?", "What was the 5% trimmed share?"):
+        assert pattern.search(q), q
+
+
 #: an average answered by a SUM that never divides (targeting's check, not statistic_gaps), three domains
 AVERAGE_BY_SUM = [
     ("What was the average attendance at home games?", "SELECT SUM(attendance) AS attendance FROM matches",

@@ -73,7 +73,7 @@ SIGNED_PARTS = ("net", "profit", "income", "pnl", "change", "delta", "growth", "
 #: The generic measures of analytics questions -> (question pattern, SQL stems).
 CORE_MEASURES: dict[str, tuple[str, tuple[str, ...]]] = {
     "average": (r"\baverage|\baveraged\b|\bon average\b|\bmean\b", ("avg", "average", "mean")),
-    "percentage": (r"\bpercent|%|\bshare\b|\brate\b|\bproportion\b|\bhow often\b",
+    "percentage": (r"\bpercent(?!ile)|%|\bshare\b|\brate\b|\bproportion\b|\bhow often\b",
                    ("pct", "percent", "rate", "share", "ratio", "100")),
     "margin": (r"\bmargin\b|\bdifference\b", ("margin", "difference", "diff")),
 }

@@ -524,6 +524,25 @@ _TYPED_COLUMN = re.compile(r"\b([a-z][a-z0-9_]*)\s*(?::\s*)?\(?\s*(?:integer|int
                            r"decimal|float|double|money|number)\b", re.I)
 
 
+def _modifier_column(profile: QuestionProfile, measure: str, sql: SqlAnalysis) -> str:
+    """The SQL column named by the word before a measure word of the question ("battery capacity" ->
+    ``battery_kwh``, "seating capacity" -> ``seats``): a compound measure computed under its
+    modifier's name; ``""`` when there is none."""
+    m = profile.lexicon.measures[measure][0].search(profile.text)
+    if m is None:
+        return ""
+    before = re.findall(r"[A-Za-z]+", profile.text[:m.start()])
+    if not before or before[-1].lower() in profile.lexicon.not_names or len(before[-1]) < 4:
+        return ""
+    word = before[-1].lower()
+    stems = {_stem(word), word[:-3] if word.endswith("ing") else word}  # "seating" -> seat
+    for col in sorted(sql.all_columns):
+        if any(len(p) >= 4 and (_stem(p) in stems or any(p.startswith(s) for s in stems if len(s) >= 4))
+               for p in _parts(col)):
+            return col
+    return ""
+
+
 def evidence_measures(profile: QuestionProfile, info: StepInfo, evidence: Any) -> list[str]:
     """Question words that name a numeric column the evidence knows (typed in the schema discovery
     output, or holding numbers in another statement's rows) that the answering statement never reads."""
@@ -796,6 +815,8 @@ def assess_targeting(profile: QuestionProfile, info: StepInfo, horizon: int,
                                  "without any condition that selects them")
         elif where == "" and meas == "percentage" and share_computed(profile.text, sql):
             t.notes.append("the share is computed as " + share_computed(profile.text, sql))
+        elif where == "" and _modifier_column(profile, meas, sql):
+            t.notes.append(f"{meas} read as {_modifier_column(profile, meas, sql)} (the column of the word before it)")
         elif where == "" and (profile.wants_aggregate or not profile.lexicon.measures[meas][0].search(info.text)):
             # a measure word the shown rows hold as a value ("who scored the try" over rows of
             # event_type 'try') is a thing being looked up, not a quantity left uncomputed
