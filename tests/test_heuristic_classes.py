@@ -535,6 +535,32 @@ def test_percentile_is_no_percentage():
         assert pattern.search(q), q
 
 
+#: two months joined under one year are one period, three domains: (question, bounded SQL for the span)
+MONTH_SPANS = [
+    ("How many staff members worked overtime in January or February 2025?",
+     "SELECT COUNT(DISTINCT staff_id) AS n FROM shifts WHERE overtime_minutes > 0 "
+     "AND shift_date >= '2025-01-01' AND shift_date < '2025-03-01'", ("2025-01-01", "2025-03-01")),
+    ("How many tries did Carrowdale score from March to May 2024?",
+     "SELECT COUNT(*) AS n FROM tries WHERE team = 'Carrowdale' AND match_date >= '2024-03-01' "
+     "AND match_date < '2024-06-01'", ("2024-03-01", "2024-06-01")),
+    ("How many loans did we make in June-August 2023?",
+     "SELECT COUNT(*) AS n FROM loans WHERE loan_date >= '2023-06-01' AND loan_date < '2023-09-01'",
+     ("2023-06-01", "2023-09-01")),
+]
+
+
+@pytest.mark.parametrize("question, sql, span", MONTH_SPANS)
+def test_two_months_under_one_year_are_one_period(question, sql, span):
+    from axon_eval.judges.heuristic.question import question_periods
+    assert question_periods(question) == (span,)
+    v, d = judge(question, sql, ["n"], [[277]], "There were 277.")
+    assert v.verdict == "good", v.explanation
+    # only the second month is a different period
+    only_last = sql.replace(span[0], span[1][:5] + f"{int(span[1][5:7]) - 1:02d}-01")
+    v2, _ = judge(question, only_last, ["n"], [[140]], "There were 140.")
+    assert v2.verdict != "good", v2.explanation
+
+
 #: an average answered by a SUM that never divides (targeting's check, not statistic_gaps), three domains
 AVERAGE_BY_SUM = [
     ("What was the average attendance at home games?", "SELECT SUM(attendance) AS attendance FROM matches",

@@ -35,6 +35,11 @@ from .text import (
 
 _MONTH_YEAR = re.compile(r"\b(" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?,?\s+(?:of\s+)?((?:19|20)\d\d)\b"
                          r"|\b((?:19|20)\d\d)-(0[1-9]|1[0-2])\b(?!-\d)", re.I)
+_MONTH_NAMES = "|".join(sorted(MONTHS, key=len, reverse=True))
+#: two months joined under one year ("January or February 2025", "March to May 2024", "June-August 2023"):
+#: one period from the first month's start to the second's end
+_MONTH_SPAN = re.compile(rf"\b({_MONTH_NAMES})\.?\s*(?:or|and|to|through|until|till|-|–|—)\s*({_MONTH_NAMES})\.?,?\s+"
+                         r"(?:of\s+)?((?:19|20)\d\d)\b", re.I)
 _QUARTER = re.compile(r"\bQ([1-4])\s*(?:of\s+|FY\s?|'|)((?:19|20)\d\d)\b|\b((?:19|20)\d\d)\s*-?\s*Q([1-4])\b|"
                       r"\b(first|second|third|fourth|1st|2nd|3rd|4th) quarter (?:of |in )?((?:19|20)\d\d)\b", re.I)
 _HALF = re.compile(r"\bH([12])\s*((?:19|20)\d\d)\b|\b(first|second) half (?:of |in )?((?:19|20)\d\d)\b", re.I)
@@ -106,7 +111,16 @@ def question_periods(question: str) -> tuple[tuple[str, str], ...]:
         if day:
             out.append((day.isoformat(), (day + _dt.timedelta(days=1)).isoformat()))
             covered_years.add(day.year)
+    spans = []
+    for m in _MONTH_SPAN.finditer(question):
+        first, last, year = MONTHS[m.group(1).lower().rstrip(".")], MONTHS[m.group(2).lower().rstrip(".")], int(m.group(3))
+        if last > first:
+            out.append(_month_range(year, first, last - first + 1))
+            covered_years.add(year)
+            spans.append((m.start(), m.end()))
     for m in _MONTH_YEAR.finditer(question):
+        if any(a <= m.start() < b for a, b in spans):
+            continue  # the second month of a span is part of the span, not a period of its own
         if m.group(1):
             month, year = MONTHS[m.group(1).lower().rstrip(".")], int(m.group(2))
         else:
@@ -145,7 +159,9 @@ def _valid_date(token: str) -> bool:
 @functools.lru_cache(maxsize=2048)
 def profile_question(question: str, lexicon: Lexicon = DEFAULT) -> QuestionProfile:
     """Profile a question (cached per text and lexicon). See :class:`QuestionProfile`."""
-    names = [n.token for n in extract_names(question, lexicon)]
+    # a hyphenated run of common words ("June-August", "Mid-March") is a period or a phrase, no name
+    names = [n.token for n in extract_names(question, lexicon)
+             if not ("-" in n.token and all(p.lower() in lexicon.not_names for p in re.split(r"[-\s]+", n.token) if p))]
     quoted = [m.group(1) for m in _QUOTED.finditer(question) if not m.group(1).endswith("s ")]
     entities = tuple(dict.fromkeys(e for e in names + quoted if len(_norm(e)) > 1 and not _ISO_DATE.fullmatch(e)))
     measures = frozenset(k for k, (pat, _) in lexicon.measures.items() if pat.search(question))
