@@ -561,6 +561,36 @@ def test_two_months_under_one_year_are_one_period(question, sql, span):
     assert v2.verdict != "good", v2.explanation
 
 
+#: the figure of a one-answer superlative taken from a row not at the asked end, rows keyed by numbers,
+#: three domains: (question, SQL, columns, rows ordered as the SQL says, wrong answer, right answer)
+FIGURE_ROWS = [
+    ("Which fare zone has the fewest stops?", "SELECT zone, COUNT(*) AS stops FROM stops GROUP BY zone ORDER BY stops ASC",
+     ["zone", "stops"], [[6, 21], [1, 24], [2, 28], [3, 53]],
+     "Zone 3 has the fewest stops, with 53.", "Zone 6 has the fewest stops, with 21."),
+    ("Which round had the highest attendance?",
+     "SELECT round, SUM(attendance) AS attendance FROM matches GROUP BY round ORDER BY attendance DESC",
+     ["round", "attendance"], [[7, 48210], [3, 41877], [1, 30115]],
+     "Round 1 had the highest attendance, 30,115.", "Round 7 had the highest attendance, 48,210."),
+    ("Which floor of the library has the fewest shelves?",
+     "SELECT floor, COUNT(*) AS shelves FROM shelves GROUP BY floor ORDER BY shelves",
+     ["floor", "shelves"], [[4, 12], [2, 30], [1, 41]],
+     "Floor 1 has the fewest shelves: 41.", "Floor 4 has the fewest shelves: 12."),
+]
+
+
+@pytest.mark.parametrize("question, sql, columns, rows, wrong, right", FIGURE_ROWS)
+def test_the_figure_of_a_superlative_from_another_row_is_unsupported(question, sql, columns, rows, wrong, right):
+    v, d = judge(question, sql, columns, rows, wrong)
+    assert v.answer_faithfulness <= 3 and v.verdict == "partial", v.explanation
+    assert "of the ordered result" in v.explanation
+    v2, d2 = judge(question, sql, columns, rows, right)
+    assert v2.answer_faithfulness == 10 and v2.verdict == "good", v2.explanation
+    # a comparison that also states the asked end's figure is no misplaced claim
+    both = right.rstrip(".:") + f", against {wrong.split()[-1].rstrip('.')} at the other end."
+    v3, _ = judge(question, sql, columns, rows, both)
+    assert "of the ordered result" not in v3.explanation, v3.explanation
+
+
 #: an average answered by a SUM that never divides (targeting's check, not statistic_gaps), three domains
 AVERAGE_BY_SUM = [
     ("What was the average attendance at home games?", "SELECT SUM(attendance) AS attendance FROM matches",

@@ -467,3 +467,48 @@ def threshold_stated(question: str, column: str, value: float) -> str:
             if abs(converted - value) < 1e-9 * max(1.0, abs(value)):
                 return f"{n:g} {word} = {value:g} {col_unit}"
     return ""
+
+
+def _decimals(token: str) -> int:
+    digits = re.sub(r"[^\d.]", "", token)
+    return len(digits.split(".", 1)[1]) if "." in digits else 0
+
+
+def figure_position_check(question: str, top_n: int | None, evidence: Any, value: float, token: str,
+                          answer_values: list[float]) -> str:
+    """A reason when the figure ``value`` (written ``token``) of a one-answer superlative is the ordered
+    column's value of a row that is not at the asked end (``""`` otherwise): the figure-side twin of
+    :func:`row_position_check`, for results whose rows are keyed by numbers ("Zone 3 has the fewest
+    stops, with 53" over ``ORDER BY stops ASC`` whose first row holds 21). Left alone when the answer
+    also states the asked end's value (a comparison), when the figure is the first row's (the answer
+    follows the SQL's order), or the asked end lies beyond the rows shown."""
+    end = asked_end(question)
+    if end is None or (top_n or 1) > 1:
+        return ""
+    tol = 0.5 * 10 ** -_decimals(token) + 1e-9
+    for s in reversed(evidence.ok_steps):
+        if len(s.sql.order) != 1 or len(s.step.rows) < 2:
+            continue
+        key, desc = s.sql.order[0]
+        cols = [str(c).lower() for c in s.step.columns]
+        j = next((i for i, c in enumerate(cols) if key == c or key.endswith("." + c)), None)
+        if j is None:
+            continue
+        vals = [r[j] if j < len(r) else None for r in s.step.rows]
+        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in vals):
+            continue
+        want_first = (end == "max") == desc
+        if not want_first and s.truncated:
+            return ""
+        target = 0 if want_first else len(vals) - 1
+        if abs(vals[target] - value) <= tol or any(abs(vals[target] - a) <= tol for a in answer_values):
+            return ""
+        hits = [i for i, v in enumerate(vals) if abs(v - value) <= tol]
+        if not hits or hits[0] == 0:
+            # the first row: the answer follows the SQL's ordering, and whether that ordering runs the
+            # asked way is the SQL's finding (intent names it), not the answer's
+            return ""
+        return (f"rank: {token} is row {hits[0] + 1}'s {cols[j]} of the ordered result (ORDER BY "
+                f"{'DESC' if desc else 'ASC'}); the question asks for the {'most' if end == 'max' else 'least'}, "
+                f"which is row {target + 1} ({vals[target]:g})")
+    return ""

@@ -48,7 +48,7 @@ from .claims import (
 )
 
 from .common import CheckResult, _clamp
-from .failure_classes import row_position_check, unit_check
+from .failure_classes import figure_position_check, row_position_check, unit_check
 from .evidence_index import Evidence
 from .lexicon import HEDGE, ORDINAL_WORDS
 from .question import QuestionProfile
@@ -151,6 +151,11 @@ def check_faithfulness(profile: QuestionProfile, evidence: Evidence, answer: str
         units = unit_check(m, evidence, answer)
         if units is not None and (units[0] == UNSUPPORTED or status == UNSUPPORTED):
             status, reason = units
+        if status == SUPPORTED and not m.is_year:
+            misplaced = figure_position_check(profile.text, profile.top_n, evidence, m.value, m.token,
+                                              [o.value for o in numbers if o is not m])
+            if misplaced:
+                status, reason = UNSUPPORTED, misplaced
         if status == UNSUPPORTED and trunc and not reason.startswith(("sign", "scale", "unit")):
             a, b = sentence_of(m.start)
             named_rows = rows_for(m.start)
