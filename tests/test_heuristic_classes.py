@@ -591,6 +591,151 @@ def test_the_figure_of_a_superlative_from_another_row_is_unsupported(question, s
     assert "of the ordered result" not in v3.explanation, v3.explanation
 
 
+#: "how many <unit>" asks for an amount, not a count of things, three domains
+AMOUNT_QUESTIONS = [
+    ("How many cubic metres did commercial meters record in 2024?",
+     "SELECT ROUND(SUM(volume_litres) / 1000.0, 1) AS m3 FROM readings WHERE reading_date >= '2024-01-01' "
+     "AND reading_date < '2025-01-01'", 353831.3),
+    ("How many kilometres did our trucks drive in 2024?",
+     "SELECT ROUND(SUM(km), 1) AS km FROM trips WHERE trip_date >= '2024-01-01' AND trip_date < '2025-01-01'", 48210.4),
+    ("How many kWh did the substations deliver in 2024?",
+     "SELECT ROUND(SUM(kwh), 2) AS kwh FROM readings WHERE read_date >= '2024-01-01' AND read_date < '2025-01-01'", 912.25),
+]
+
+
+@pytest.mark.parametrize("question, sql, value", AMOUNT_QUESTIONS)
+def test_how_many_of_a_unit_is_an_amount_not_a_count(question, sql, value):
+    v, d = judge(question, sql, ["value"], [[value]], f"It came to {value:,}.")
+    assert "not a count" not in v.explanation and v.verdict == "good", v.explanation
+    from axon_eval.judges.heuristic.failure_classes import is_amount_unit
+    assert not is_amount_unit("customers") and not is_amount_unit("loans") and is_amount_unit("hours")
+
+
+#: a table's key named after the last word of its name ("pumping_stations.station_id"), three domains
+LAST_WORD_KEYS = [
+    "SELECT SUM(ps.capacity_m3) FROM pumping_stations ps JOIN deliveries c ON c.station_id = ps.station_id",
+    "SELECT SUM(b.shelf_count) FROM library_branches b JOIN loans l ON l.branch_id = b.branch_id",
+    "SELECT SUM(v.capacity) FROM sports_venues v JOIN matches m ON m.venue_id = v.venue_id",
+]
+
+
+@pytest.mark.parametrize("sql", LAST_WORD_KEYS)
+def test_a_key_named_after_the_last_word_of_the_table_is_its_own(sql):
+    assert analyse_sql(sql).fan_out, sql
+    pre = sql.replace("JOIN deliveries c", "JOIN (SELECT DISTINCT station_id FROM deliveries) c") \
+             .replace("JOIN loans l", "JOIN (SELECT DISTINCT branch_id FROM loans) l") \
+             .replace("JOIN matches m", "JOIN (SELECT DISTINCT venue_id FROM matches) m")
+    assert not analyse_sql(pre).fan_out, pre
+
+
+#: a figure stated in cubic metres from a litres column, three domains (cell, wrong m³ statement, converted)
+CUBIC_METRES = [
+    ("SELECT SUM(volume_litres) AS volume FROM readings", 7305469, "7,305,469 m³", "about 7,305.5 m³"),
+    ("SELECT SUM(tank_litres) AS tanks FROM tanks", 42000, "42,000 cubic metres", "42 m3"),
+    ("SELECT SUM(fuel_litres) AS fuel FROM refuels", 96500, "96,500 m3", "96.5 m³"),
+]
+
+
+@pytest.mark.parametrize("sql, cell, wrong, right", CUBIC_METRES)
+def test_a_litres_cell_stated_as_cubic_metres_is_a_unit_error(sql, cell, wrong, right):
+    question = "What volume was recorded, in cubic metres?"
+    alias = sql.split(" AS ")[1].split()[0]
+    v, _ = judge(question, sql, [alias], [[cell]], f"The volume was {wrong}.")
+    assert v.answer_faithfulness <= 3 and "converts it to m³" in v.explanation, v.explanation
+    v2, _ = judge(question, sql, [alias], [[cell]], f"The volume was {right}.")
+    assert v2.answer_faithfulness == 10, v2.explanation
+
+
+#: "oldest"/"newest" take their end from the ordered key, three domains
+OLDEST = [
+    ("Which district has the oldest water mains on average?",
+     "SELECT district, AVG(install_year) AS avg_install_year FROM pipes GROUP BY district ORDER BY avg_install_year DESC",
+     ["district", "avg_install_year"], [["Cobble Hill", 1982.3], ["Northbank", 1981.6], ["Old Quarry", 1961.2]],
+     "Cobble Hill", "Old Quarry"),
+    ("Which branch opened most recently? Give the newest.",
+     "SELECT branch, opened_date FROM branches ORDER BY opened_date ASC",
+     ["branch", "opened_date"], [["Central", "1961-03-01"], ["Harbour", "1990-06-12"], ["Kestrel", "2019-09-30"]],
+     "Central", "Kestrel"),
+    ("Who is our oldest active member?",
+     "SELECT member, age FROM members ORDER BY age ASC",
+     ["member", "age"], [["Ada Stone", 17], ["Ben Hale", 44], ["Cora Wynn", 91]],
+     "Ada Stone", "Cora Wynn"),
+]
+
+
+@pytest.mark.parametrize("question, sql, columns, rows, wrong, right", OLDEST)
+def test_oldest_and_newest_read_the_direction_of_the_ordered_key(question, sql, columns, rows, wrong, right):
+    v, d = judge(question, sql, columns, rows, f"{wrong} is the answer, as the rows show: {wrong} tops the list.")
+    assert v.answer_faithfulness <= 3 and "of the ordered result" in v.explanation, v.explanation
+    v2, _ = judge(question, sql, columns, rows, f"{right} is the answer, as the rows show.")
+    assert "of the ordered result" not in v2.explanation, v2.explanation
+    assert asked_end("Which is the oldest?", "install_year") == "min"
+    assert asked_end("Which is the oldest?", "age") == "max"
+    assert asked_end("Which is the oldest?", "points") is None
+
+
+#: the SQL computes the figure wrongly: mean of means, LEFT JOIN made inner, the wrong date column
+MISCOMPUTED_MORE = [
+    # mean of means, three domains
+    ("What was the average bill we issued?",
+     "SELECT AVG(category_avg) AS avg_bill FROM (SELECT category, AVG(amount) AS category_avg FROM bills "
+     "GROUP BY category)", "SELECT AVG(amount) AS avg_bill FROM bills", "per-group averages"),
+    ("What was the average attendance across all home games?",
+     "SELECT AVG(team_avg) AS attendance FROM (SELECT team, AVG(attendance) AS team_avg FROM matches GROUP BY team)",
+     "SELECT AVG(attendance) AS attendance FROM matches", "per-group averages"),
+    ("What is the average loan length over all loans?",
+     "SELECT AVG(branch_avg) AS days FROM (SELECT branch, AVG(days) AS branch_avg FROM loans GROUP BY branch)",
+     "SELECT SUM(days) * 1.0 / COUNT(*) AS days FROM loans", "per-group averages"),
+    # a LEFT JOIN made inner when the question asks for every group, zeros included
+    ("List every pumping station with its chlorine deliveries, zeros included.",
+     "SELECT ps.name, COUNT(c.delivery_id) AS n FROM stations ps LEFT JOIN deliveries c ON c.station_id = ps.station_id "
+     "WHERE c.chemical = 'chlorine' GROUP BY ps.name",
+     "SELECT ps.name, COUNT(c.delivery_id) AS n FROM stations ps LEFT JOIN deliveries c ON c.station_id = ps.station_id "
+     "AND c.chemical = 'chlorine' GROUP BY ps.name", "inner join"),
+    ("How many tries did each team score, including teams with none?",
+     "SELECT t.name, COUNT(e.event_id) AS n FROM teams t LEFT JOIN events e ON e.team_id = t.team_id "
+     "WHERE e.kind = 'try' GROUP BY t.name",
+     "SELECT t.name, COUNT(e.event_id) AS n FROM teams t LEFT JOIN events e ON e.team_id = t.team_id "
+     "AND e.kind = 'try' GROUP BY t.name", "inner join"),
+    ("Show each branch with its DVD loans, all branches.",
+     "SELECT b.name, COUNT(l.loan_id) AS n FROM branches b LEFT JOIN loans l ON l.branch_id = b.branch_id "
+     "WHERE l.format = 'dvd' GROUP BY b.name",
+     "SELECT b.name, COUNT(l.loan_id) AS n FROM branches b LEFT JOIN loans l ON l.branch_id = b.branch_id "
+     "AND l.format = 'dvd' GROUP BY b.name", "inner join"),
+    # the period on another event's date column
+    ("How many customer accounts were closed in 2024?",
+     "SELECT COUNT(*) AS n FROM accounts WHERE status = 'closed' AND opened_date >= '2024-01-01' "
+     "AND opened_date < '2025-01-01'",
+     "SELECT COUNT(*) AS n FROM accounts WHERE status = 'closed' AND closed_date >= '2024-01-01' "
+     "AND closed_date < '2025-01-01'", "another date"),
+    ("How many parcels were delivered in March 2024?",
+     "SELECT COUNT(*) AS n FROM shipments WHERE shipped_date >= '2024-03-01' AND shipped_date < '2024-04-01'",
+     "SELECT COUNT(*) AS n FROM shipments WHERE delivered_date >= '2024-03-01' AND delivered_date < '2024-04-01'",
+     "another date"),
+    ("How many books were returned in June 2025?",
+     "SELECT COUNT(*) AS n FROM loans WHERE loan_date >= '2025-06-01' AND loan_date < '2025-07-01'",
+     "SELECT COUNT(*) AS n FROM loans WHERE returned_date >= '2025-06-01' AND returned_date < '2025-07-01'",
+     "another date"),
+]
+
+
+@pytest.mark.parametrize("question, wrong, right, reason", MISCOMPUTED_MORE)
+def test_more_figures_the_sql_computes_wrongly(question, wrong, right, reason):
+    cols, rows = (["name", "n"], [["A", 3], ["B", 1]]) if "GROUP BY ps.name" in wrong or "GROUP BY t.name" in wrong \
+        or "GROUP BY b.name" in wrong else (["value"], [[41]])
+    v, d = judge(question, wrong, cols, rows, "The figures are as shown.")
+    assert d["verdict_rule"] == "the SQL computes the figure wrongly" and reason in v.explanation, v.explanation
+    v2, _ = judge(question, right, cols, rows, "The figures are as shown.")
+    assert reason not in v2.explanation, v2.explanation
+
+
+def test_a_left_join_tested_in_the_where_is_no_finding_when_no_empty_group_is_asked_for():
+    sql = ("SELECT b.name, COUNT(l.loan_id) AS n FROM branches b LEFT JOIN loans l ON l.branch_id = b.branch_id "
+           "WHERE l.format = 'dvd' GROUP BY b.name")
+    v, _ = judge("Which branches lent DVDs?", sql, ["name", "n"], [["A", 3]], "Branch A lent 3 DVDs.")
+    assert "inner join" not in v.explanation
+
+
 #: an average answered by a SUM that never divides (targeting's check, not statistic_gaps), three domains
 AVERAGE_BY_SUM = [
     ("What was the average attendance at home games?", "SELECT SUM(attendance) AS attendance FROM matches",
@@ -833,8 +978,9 @@ def _listing(prefix, n, shown=20):
 
 LISTING_COUNTS = [
     ("How many orders were returned in Q1 2025?",
+     # filtered on the return's own date: the order date would count orders placed, not returned, in Q1
      "SELECT o.order_id, o.customer FROM orders o WHERE o.status = 'returned' "
-     "AND o.order_date >= '2025-01-01' AND o.order_date < '2025-04-01' ORDER BY o.order_id",
+     "AND o.returned_date >= '2025-01-01' AND o.returned_date < '2025-04-01' ORDER BY o.order_id",
      ["order_id", "customer"], "Customer", 277, "{} orders were returned in Q1 2025."),
     ("How many appointments were missed in 2024?",
      "SELECT a.appointment_id, a.clinic FROM appointments a WHERE a.status = 'missed' "

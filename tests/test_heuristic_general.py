@@ -423,7 +423,8 @@ def test_bundled_segment_is_answered_by_its_coded_statement_and_takes_no_later_p
 
 
 AMOUNT_FOR_COUNT = {
-    "sports": ("How many metres did Harbour City gain in 2024?", "metres", [["Harbour City", 10234.5]]),
+    # (was "how many metres": a unit of an amount, which may be fractional, since issue 22's amount units)
+    "sports": ("How many tackles did Harbour City make in 2024?", "tackles", [["Harbour City", 10234.5]]),
     "retail": ("How many units of Saltmix Pro did we sell in 2024?", "total", [["Saltmix Pro", 160887.79]]),
     "finance": ("How many trades did the Northwind fund make in 2024?", "volume", [["Northwind", 1250000.5]]),
 }

@@ -326,14 +326,20 @@ def name_form_supported(name: str, corpus: str, lexicon: Lexicon = DEFAULT) -> b
     return any(len(f) >= 3 and name_supported(f, corpus) for f in forms)
 
 
+#: a question that asks for a thing by name: its answer's opening word can be that name ("Which branch
+#: lent the most?" -> "Kestrel lent the most"); elsewhere an opening word is read as a name only in a run
+_NAME_QUESTION = re.compile(r"\b(which|who|whose|whom)\b", re.I)
+
+
 def _claims(answer: str, skip: Sequence[tuple[int, int]],
-            lexicon: Lexicon = DEFAULT) -> tuple[list[NumberMention], list[TextMention]]:
+            lexicon: Lexicon = DEFAULT, question: str = "") -> tuple[list[NumberMention], list[TextMention]]:
     def outside(a: int, b: int) -> bool:
         return not any(s <= a < e for s, e in skip)
 
     dates = [d for d in extract_dates(answer) if outside(d.start, d.end)]
     numbers = [n for n in extract_numbers(answer, skip_spans=skip) if outside(n.start, n.end)]
-    names = [n for n in extract_names(answer, lexicon, sentence_start_names=True) if outside(n.start, n.end)]
+    names = [n for n in extract_names(answer, lexicon, sentence_start_names=bool(_NAME_QUESTION.search(question)))
+             if outside(n.start, n.end)]
     ranks = [TextMention("rank", m.group(0), m.start(), m.end()) for m in _RANK_CLAIM.finditer(answer)
              if outside(m.start(), m.end())]
     universals = [TextMention("absolute", m.group(0), m.start(), m.end()) for m in lexicon.absolute.finditer(answer)

@@ -48,6 +48,8 @@ UNITS: dict[str, tuple[str, float]] = {
     "seconds": ("time", 1.0), "secs": ("time", 1.0), "sec": ("time", 1.0), "s": ("time", 1.0),
     "minutes": ("time", 60.0), "mins": ("time", 60.0), "min": ("time", 60.0), "minute": ("time", 60.0),
     "hours": ("time", 3600.0), "hrs": ("time", 3600.0), "hour": ("time", 3600.0), "h": ("time", 3600.0),
+    "litres": ("volume", 1.0), "liters": ("volume", 1.0), "litre": ("volume", 1.0), "liter": ("volume", 1.0),
+    "ml": ("volume", 1e-3), "m3": ("volume", 1e3), "m³": ("volume", 1e3), "megalitres": ("volume", 1e6),
     "days": ("time", 86400.0), "day": ("time", 86400.0), "weeks": ("time", 604800.0), "week": ("time", 604800.0),
     "wh": ("energy", 1.0), "kwh": ("energy", 1e3), "mwh": ("energy", 1e6),
     "fraction": ("share", 1.0), "ratio": ("share", 1.0), "pct": ("share", 0.01), "percent": ("share", 0.01),
@@ -71,8 +73,10 @@ def _singular(table: str) -> str:
 
 
 def _owns_key(table: str, key: str) -> bool:
-    """``key`` is ``table``'s own key: ``id`` or ``<singular>_id`` (``branches.branch_id``)."""
-    return key == "id" or key == _singular(table) + "_id" or key == table.lower() + "_id"
+    """``key`` is ``table``'s own key: ``id``, ``<singular>_id`` (``branches.branch_id``), or the singular
+    of the table name's last word (``pumping_stations.station_id``)."""
+    last = table.lower().rsplit("_", 1)[-1]
+    return key == "id" or key in (_singular(table) + "_id", table.lower() + "_id", _singular(last) + "_id")
 
 
 _CONDITIONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.In, exp.Like, exp.Is, exp.Between)
@@ -168,6 +172,9 @@ def _answer_unit(m: Any, answer: str) -> str:
         return "dollars"
     if m.percent:
         return "percent"
+    after = answer[m.end:m.end + 16].lower().lstrip()
+    if after.startswith(("m³", "m3", "cubic met", "cu m")):
+        return "m³"  # the number reader keeps only the letters of "m³"
     unit = (m.unit or "").lower()
     return unit if unit in _ANSWER_UNITS else ""
 
@@ -283,12 +290,31 @@ _DESC_EXTRA = re.compile(r"\b(most|highest|biggest|largest|best|top|leading|maxi
 _ASC_EXTRA = re.compile(r"\b(fewest|least|lowest|smallest|minimum|bottom|shortest|quietest|lightest)\b", re.I)
 
 
-def asked_end(question: str) -> str | None:
-    """``"max"`` or ``"min"``: the end of an ordering a one-answer superlative asks for."""
+_OLD_WORDS = re.compile(r"\b(oldest|earliest)\b", re.I)
+_NEW_WORDS = re.compile(r"\b(newest|latest|youngest|most recent)\b", re.I)
+_TIME_KEY = re.compile(r"(date|year|_at\b|since|install|built|opened|founded|start)", re.I)
+_AGE_KEY = re.compile(r"\b(age|years_old|tenure|years_in_service)\b|_age\b|age_", re.I)
+
+
+def asked_end(question: str, key: str = "") -> str | None:
+    """``"max"`` or ``"min"``: the end of an ordering a one-answer superlative asks for. "Oldest" and
+    "newest" take their end from the ordered ``key``: on a date or year the oldest is the minimum, on an
+    age the maximum (``None`` when the key is neither)."""
     if _POSITION.search(question):
         return None
     hi, lo = bool(_DESC_EXTRA.search(question)), bool(_ASC_EXTRA.search(question))
-    return "max" if hi and not lo else "min" if lo and not hi else None
+    if hi != lo:
+        return "max" if hi else "min"
+    if hi or not key:
+        return None
+    old, new = bool(_OLD_WORDS.search(question)), bool(_NEW_WORDS.search(question))
+    if old == new:
+        return None
+    if _AGE_KEY.search(key):
+        return "max" if old else "min"
+    if _TIME_KEY.search(key):
+        return "min" if old else "max"
+    return None
 
 
 def row_position_check(question: str, top_n: int | None, evidence: Any, name: str, answer: str = "") -> str:
@@ -296,12 +322,14 @@ def row_position_check(question: str, top_n: int | None, evidence: Any, name: st
     asks for (``""`` otherwise). Only for a one-answer superlative (no top N above 1), an ORDER BY on one
     key, a name found in the first text column of the rows, and an answer naming no other row of that
     column (an answer that ranks several rows, "A led, ahead of B", is left to the rank checks)."""
-    end = asked_end(question)
-    if end is None or (top_n or 1) > 1:
+    if (top_n or 1) > 1:
         return ""
     low = name.lower()
     for s in reversed(evidence.ok_steps):
         if len(s.sql.order) != 1 or len(s.step.rows) < 2:
+            continue
+        end = asked_end(question, s.sql.order[0][0])
+        if end is None:
             continue
         rows = s.step.rows
         col = next((j for j, v in enumerate(rows[0]) if isinstance(v, str)), None)
@@ -427,6 +455,11 @@ def miscomputed_findings(question: str, sql: Any, rows: list[list[Any]]) -> list
                        "(write 1.0 * or CAST ... AS REAL)")
     out.extend(sql.union_all_counts)
     out.extend(nullable_counts(question, sql.count_args, sql.not_null_columns))
+    if not re.search(r"\baverages\b|\bmean of (?:the )?\w+ means\b|\bper\b", question, re.I):
+        out.extend(sql.means_of_means)
+    if re.search(r"\b(every|each|all|including|include|zeros?|none|with no|even those)\b", question, re.I):
+        out.extend(sql.left_joins_made_inner)
+    out.extend(date_column_mismatch(question, sql.filters))
     return out
 
 
@@ -482,14 +515,16 @@ def figure_position_check(question: str, top_n: int | None, evidence: Any, value
     stops, with 53" over ``ORDER BY stops ASC`` whose first row holds 21). Left alone when the answer
     also states the asked end's value (a comparison), when the figure is the first row's (the answer
     follows the SQL's order), or the asked end lies beyond the rows shown."""
-    end = asked_end(question)
-    if end is None or (top_n or 1) > 1:
+    if (top_n or 1) > 1:
         return ""
     tol = 0.5 * 10 ** -_decimals(token) + 1e-9
     for s in reversed(evidence.ok_steps):
         if len(s.sql.order) != 1 or len(s.step.rows) < 2:
             continue
         key, desc = s.sql.order[0]
+        end = asked_end(question, key)
+        if end is None:
+            continue
         cols = [str(c).lower() for c in s.step.columns]
         j = next((i for i, c in enumerate(cols) if key == c or key.endswith("." + c)), None)
         if j is None:
@@ -512,3 +547,101 @@ def figure_position_check(question: str, top_n: int | None, evidence: Any, value
                 f"{'DESC' if desc else 'ASC'}); the question asks for the {'most' if end == 'max' else 'least'}, "
                 f"which is row {target + 1} ({vals[target]:g})")
     return ""
+
+
+#: words after "how many" that name a unit of an amount, not things to count (with :data:`UNITS`)
+AMOUNT_WORDS = frozenset({"cubic", "square", "kwh", "mwh", "gwh", "kilowatt", "megawatt", "gallons", "litres",
+                          "liters", "tonnes", "tons", "kilos", "kilograms", "grams", "pounds", "miles",
+                          "kilometres", "kilometers", "metres", "meters", "hours", "minutes", "seconds",
+                          "dollars", "euros", "cents", "calories", "points", "percent"})
+
+
+def is_amount_unit(word: str) -> bool:
+    """``word`` (after "how many") names a unit of an amount ("cubic metres", "kWh", "hours")."""
+    w = word.lower()
+    return w in AMOUNT_WORDS or (w in UNITS and w not in _SUFFIX_ONLY)
+
+
+def means_of_means(tree: exp.Expression) -> tuple[str, ...]:
+    """``AVG(x)`` over a derived table whose ``x`` is an ``AVG`` per group: a mean of group means weights
+    every group alike, not every row (the overall mean is ``SUM / COUNT`` over the rows, or AVG of them)."""
+    out = []
+    for outer in tree.find_all(exp.Avg):
+        arg = outer.this
+        if not isinstance(arg, exp.Column) or not arg.name:
+            continue
+        select = outer.find_ancestor(exp.Select)
+        frm = (select.args.get("from") or select.args.get("from_")) if select is not None else None
+        sub = frm.this if frm is not None else None
+        inner = sub.this if isinstance(sub, exp.Subquery) else None
+        if not isinstance(inner, exp.Select) or inner.args.get("group") is None:
+            continue
+        for proj in inner.expressions:
+            if (proj.alias_or_name or "").lower() == arg.name.lower() and isinstance(
+                    proj.this if isinstance(proj, exp.Alias) else proj, exp.Avg):
+                out.append(f"AVG({arg.name}) averages the per-group averages of a GROUP BY, so each group weighs "
+                           "the same whatever its number of rows")
+    return tuple(dict.fromkeys(out))
+
+
+def left_joins_made_inner(tree: exp.Expression) -> tuple[str, ...]:
+    """A ``LEFT JOIN`` whose right table is tested in the WHERE (other than ``IS NULL``): the rows with no
+    match have NULL there and fail the test, so the join keeps only matched rows, as an inner join."""
+    select = tree if isinstance(tree, exp.Select) else None
+    where = select.args.get("where") if select is not None else None
+    if where is None:
+        return ()
+    right = {}
+    for j in select.args.get("joins") or []:
+        if (j.args.get("side") or "").upper() == "LEFT" and isinstance(j.this, exp.Table):
+            right[(j.this.alias or j.this.name).lower()] = j.this.name
+    if not right:
+        return ()
+    out = []
+    for col in where.find_all(exp.Column):
+        t = (col.table or "").lower()
+        if t in right and not isinstance(col.parent, exp.Is):
+            out.append(f"the WHERE on {col.sql(dialect='sqlite')} drops the rows the LEFT JOIN to {right[t]} kept "
+                       "without a match (NULL fails the test), so it is an inner join")
+    return tuple(dict.fromkeys(out))
+
+
+#: event verbs a date column and a question can name, by stem ("closed_date" / "were closed")
+_EVENT_STEMS = {"open": "open", "opened": "open", "opening": "open", "close": "close", "closed": "close",
+                "closing": "close", "issue": "issue", "issued": "issue", "pay": "pay", "paid": "pay",
+                "payment": "pay", "ship": "ship", "shipped": "ship", "deliver": "deliver", "delivered": "deliver",
+                "delivery": "deliver", "resolve": "resolve", "resolved": "resolve", "cancel": "cancel",
+                "cancelled": "cancel", "canceled": "cancel", "create": "create", "created": "create",
+                "install": "install", "installed": "install", "register": "register", "registered": "register",
+                "book": "book", "booked": "book", "return": "return", "returned": "return", "sign": "sign",
+                "signed": "sign", "due": "due", "loan": "loan", "loaned": "loan", "lent": "loan",
+                "borrowed": "loan", "order": "order", "ordered": "order", "sale": "order", "sold": "order",
+                "purchased": "order", "bought": "order", "start": "start", "started": "start", "end": "end",
+                "ended": "end", "hire": "hire", "hired": "hire", "submit": "submit", "submitted": "submit"}
+
+
+_QUESTION_EVENT_VERBS = frozenset(w for w in _EVENT_STEMS if w.endswith("ed") or w in (
+    "paid", "pay", "close", "ship", "deliver", "resolve", "cancel", "lent", "sold"))
+
+
+def date_column_mismatch(question: str, filters: Any) -> tuple[str, ...]:
+    """A period filtered on a date column named after one event (``opened_date``) for a question about
+    another (``closed in 2024``): the figure counts the rows by the wrong date. Only when the column's
+    name holds an event verb, the question names another event verb, and not the column's."""
+    # the question's events are its verbs (past participles, and a few base forms after "did ... "), never
+    # nouns: "delivery promises" is about deliveries, not about what was delivered when
+    words = set(re.findall(r"[a-z]+", question.lower()))
+    asked = {_EVENT_STEMS[w] for w in words if w in _QUESTION_EVENT_VERBS}
+    out = []
+    for f in filters:
+        if not f.is_date:
+            continue
+        parts = [p for p in re.split(r"[_\W]+", f.column.lower()) if p in _EVENT_STEMS]
+        events = {_EVENT_STEMS[p] for p in parts}
+        if any(p in words or p + "s" in words for p in parts):
+            continue  # the question names the column's event as a noun ("2023 orders ... returned")
+        if events and asked and not events & asked:
+            said = sorted({w for w in re.findall(r"[a-z]+", question.lower()) if w in _QUESTION_EVENT_VERBS})
+            out.append(f"the period is filtered on {f.column} but the question asks what was {'/'.join(said)}, "
+                       "so the rows are counted by another date")
+    return tuple(dict.fromkeys(out))

@@ -107,7 +107,7 @@ def check_faithfulness(profile: QuestionProfile, evidence: Evidence, answer: str
     r = CheckResult(10)
     skip = injection_spans(answer)
     lex = profile.lexicon
-    numbers, texts = _claims(answer, skip, lex)
+    numbers, texts = _claims(answer, skip, lex, profile.text)
     checks: list[ClaimCheck] = []
     trunc = evidence.truncated_steps
     sentences = split_sentences(answer)

@@ -13,8 +13,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 
-from .failure_classes import (fan_out_findings, integer_divisions, not_null_columns, output_units,
-                              union_all_counts)
+from .failure_classes import (fan_out_findings, integer_divisions, left_joins_made_inner, means_of_means,
+                              not_null_columns, output_units, union_all_counts)
 from .lexicon import DEFAULT, Lexicon
 from .text import _ISO_DATE, _YEAR_MAX, _YEAR_MIN
 
@@ -117,6 +117,10 @@ class SqlAnalysis:
     union_all_counts: tuple[str, ...] = ()
     #: columns filtered IS NOT NULL anywhere (:func:`.failure_classes.not_null_columns`)
     not_null_columns: frozenset[str] = frozenset()
+    #: AVG over per-group AVGs (:func:`.failure_classes.means_of_means`)
+    means_of_means: tuple[str, ...] = ()
+    #: LEFT JOINs a WHERE test on the right table makes inner (:func:`.failure_classes.left_joins_made_inner`)
+    left_joins_made_inner: tuple[str, ...] = ()
 
     @property
     def has_where(self) -> bool:
@@ -375,7 +379,9 @@ def analyse_sql(sql: str) -> SqlAnalysis:
                        conditional_agg=conditional, table_parts=table_parts, thresholds=tuple(thresholds),
                        ungrouped_columns=tuple(ungrouped), fan_out=fan_out, output_units=units,
                        integer_divisions=int_divs, union_all_counts=union_counts,
-                       not_null_columns=not_null_columns(tree) if count_args else frozenset())
+                       not_null_columns=not_null_columns(tree) if count_args else frozenset(),
+                       means_of_means=means_of_means(tree) if "avg" in aggregates else (),
+                       left_joins_made_inner=left_joins_made_inner(tree) if len(tables) > 1 else ())
 
 
 def sql_lower_for_union(tree: exp.Expression) -> str:

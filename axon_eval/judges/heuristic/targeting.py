@@ -12,7 +12,7 @@ from typing import Any
 
 from .evidence_index import StepInfo, _mention_key
 from . import failure_classes
-from .failure_classes import miscomputed_findings, statistic_gaps, threshold_stated
+from .failure_classes import is_amount_unit, miscomputed_findings, statistic_gaps, threshold_stated
 from .question import QuestionProfile
 from .sql_facts import SqlAnalysis, SqlFilter, _parts, measure_in_sql
 from .text import _ISO_DATE, _TOKEN, _norm, _stem, extract_numbers
@@ -690,6 +690,8 @@ def _amount_for_count(profile: QuestionProfile, info: StepInfo, evidence: Any) -
     sql = info.sql
     if not m or evidence is None or not sql.aggregates or _RATIO_WORDS.search(profile.text):
         return ""
+    if is_amount_unit(m.group(1)):
+        return ""  # "how many cubic metres / kilometres / kWh": an amount in a unit, not a count of things
     values = [c.value for c in evidence.cells if c.source == "row" and c.step == info.index
               and not ({"year", "season", "id"} & set(c.column) or (c.column and c.column[-1] == "id"))]
     if not values or any(float(v).is_integer() for v in values):

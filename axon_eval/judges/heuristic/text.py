@@ -237,6 +237,11 @@ _SENTENCE_START = re.compile(r"(?:[.!?:;]\s+|\n\s*|[\[(]\s*|\d+[.)]\s+|\s-\s+|^\
 _POSSESSIVE = re.compile(r"['’]s$")
 
 
+#: opening words that are never names, whatever verb follows ("Here are ...", "Both were ...")
+_OPENERS = frozenset("""here these those such both none neither either everyone everybody nobody nothing
+something overall together altogether meanwhile currently today yesterday tomorrow again also""".split())
+
+
 def _subject_verb_follows(text: str, end: int) -> bool:
     m = re.match(r" ([a-z]+)\b", text[end:end + 16])
     return bool(m) and m.group(1) in SUBJECT_VERBS
@@ -312,7 +317,8 @@ def extract_names(text: str, lexicon: Lexicon = DEFAULT, sentence_start_names: b
                 starts = _sentence_starts(text)
             if word.lower() in lexicon.not_names or len(word) < 3 or figure_code(text, word, ws, we):
                 continue
-            if ws in starts and not (sentence_start_names and _subject_verb_follows(text, we)):
+            if ws in starts and not (sentence_start_names and word.lower() not in _OPENERS
+                                     and _subject_verb_follows(text, we)):
                 continue
         token = text[seq[0][1]:seq[-1][2]]
         out.append(TextMention("name", token, seq[0][1], seq[-1][2], token))
