@@ -25,9 +25,9 @@ shown beside it for information.
   memorised, not that the checks generalise.
 * **failure-class sets** (:data:`CLASS_SETS`, issue 22): the library lending set (frozen before that
   issue's checks, which were then written against its classes: IN-SAMPLE), the transit set (held out
-  for those checks; the fixes after it were written on it: IN-SAMPLE for them) and the water utility
-  set (HELD OUT: frozen after the last check and never used to write one); band and verdict figures
-  (no goal), and the candidate rubric's band kappa.
+  for those checks; the fixes after it were written on it: IN-SAMPLE for them), the water utility set
+  (the same, one round later) and the hotel group set (HELD OUT: frozen after the last check and never
+  used to write one); band and verdict figures (no goal), and the candidate rubric's band kappa.
 * **throughput on distinct views with cold caches**: every distinct view of the bundled sample, the
   out-of-domain set, the horizon set, the failure-class sets and the held-out sample, judged once per pass with every parse
   cache cleared before the pass (:func:`axon_eval.judges.heuristic.clear_caches`); the best of
@@ -69,8 +69,10 @@ CLASS_SETS: tuple[tuple[str, Path, Path], ...] = (
     ("library lending set (IN-SAMPLE for issue 22's checks)", LIBRARY_TURNS, LIBRARY_LABELS),
     ("transit set (held out for the first checks, IN-SAMPLE for the fixes after them)",
      Path("data/turns/transit_turns.jsonl"), Path("data/turns/transit_labels.csv")),
-    ("water utility set (HELD OUT: no check was written after it was frozen)",
+    ("water utility set (held out for the checks before it, IN-SAMPLE for the fixes after them)",
      Path("data/turns/water_turns.jsonl"), Path("data/turns/water_labels.csv")),
+    ("hotel group set (HELD OUT: frozen before the judge ran on it; no check written after)",
+     Path("data/turns/hotel_turns.jsonl"), Path("data/turns/hotel_labels.csv")),
 )
 #: Seeds of the held-out sample (any seeds other than the committed ones; recorded in the bench rows).
 HELD_OUT_SEEDS = FixtureSeeds(warehouse=777, scenario=11, timing=12, assignment=13, events=14)
