@@ -1,0 +1,285 @@
+"""The third held-out failure-class set, on the hotel group's warehouse (issue 22): frozen, deterministic,
+labels consistent.
+
+The oracles here are independent of the generator: figures recomputed by separately written SQL against
+a fresh warehouse (or by Python over the fetched rows: ``statistics``, ``datetime``), and the DESIGN §4
+midpoint band written out below (weights 0.30/0.25/0.25/0.20, bands 80/50; no turn of this set has a
+failed or missing step, so no cap applies).
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from collections import Counter
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from axon_eval.evidence import load_turns, split_segments, trajectory_facts
+from axon_eval.fixtures.common import OPEN_PERIOD_RANGES
+from axon_eval.fixtures.hotel import LABELS_FILE, TURNS_FILE, build_hotel_files, build_hotel_warehouse
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "data" / "turns"
+CLASSES = {"fan_out", "units", "open_period", "wrong_row", "statistic", "nights_off_by_one", "having", "case_else",
+           "coalesce_zero", "denominator", "demonym", "currency_code", "plural", "derived_total", "row_count",
+           "control"}
+
+
+@pytest.fixture(scope="module")
+def labels() -> list[dict[str, str]]:
+    with (DATA / LABELS_FILE).open(encoding="utf-8", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+@pytest.fixture(scope="module")
+def turns():
+    loaded, invalid = load_turns(DATA / TURNS_FILE)
+    assert not invalid
+    return loaded
+
+
+@pytest.fixture(scope="module")
+def answers(turns) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for t in turns:
+        out.setdefault(t.question, []).append(t.answer)
+    return out
+
+
+@pytest.fixture(scope="module")
+def conn():
+    c = build_hotel_warehouse()
+    yield c
+    c.close()
+
+
+def _one(conn, sql):
+    return conn.execute(sql).fetchone()[0]
+
+
+def _only(answers, question) -> str:
+    (a,) = answers[question]
+    return a
+
+
+def test_rebuild_is_byte_identical_to_the_committed_set(tmp_path):
+    summary = build_hotel_files(tmp_path)
+    for name in (TURNS_FILE, LABELS_FILE):
+        assert (tmp_path / "turns" / name).read_bytes() == (DATA / name).read_bytes(), name
+    assert summary["turns"] >= 48
+
+
+def test_every_segment_is_labelled_exactly_once(turns, labels):
+    segments = [s.segment_id for t in turns for s in split_segments(t)]
+    assert len(segments) == len(turns)  # one segment per turn
+    assert sorted(segments) == sorted(r["segment_id"] for r in labels)
+    assert len({r["segment_id"] for r in labels}) == len(labels)
+
+
+def test_about_half_correct_and_every_class_at_least_three_times(labels):
+    assert len(labels) >= 48
+    good = sum(r["verdict"] == "good" for r in labels)
+    assert abs(good - (len(labels) - good)) <= 1
+    counts = Counter(r["note"].split(":", 1)[0] for r in labels)
+    assert set(counts) == CLASSES
+    assert min(counts.values()) >= 3, counts
+    # correct answers are exactly the clean rows, labelled good
+    assert all((r["defect"] == "clean") == (r["verdict"] == "good") for r in labels)
+
+
+def test_labels_pass_the_midpoint_band_check(turns, labels):
+    """Oracle: the DESIGN §4 score at the range midpoints, written out here, bands to the verdict."""
+    by_id = {t.turn_id: t for t in turns}
+    for r in labels:
+        facts = trajectory_facts(by_id[r["turn_id"]])
+        assert not (facts.all_sql_failed or facts.ended_on_failure or facts.no_tools)
+        mid = {d: (int(r[f"{d}_min"]) + int(r[f"{d}_max"])) / 2
+               for d in ("intent_understood", "sql_quality", "result_relevance", "answer_faithfulness")}
+        score = 10 * (0.30 * mid["intent_understood"] + 0.25 * mid["sql_quality"]
+                      + 0.25 * mid["result_relevance"] + 0.20 * mid["answer_faithfulness"])
+        band = "good" if score >= 80 else "partial" if score >= 50 else "poor"
+        assert band == r["verdict"], (r["segment_id"], score, r["note"])
+
+
+def test_claims_appear_in_the_answers_and_only_misstated_answers_carry_them(turns, labels):
+    by_id = {t.turn_id: t for t in turns}
+    for r in labels:
+        claims = [c for c in r["unsupported_claims"].split(";") if c]
+        for c in claims:
+            assert c in by_id[r["turn_id"]].answer, (r["segment_id"], c)
+        assert bool(claims) == (r["defect"] in {"unit_mismatch", "wrong_row"}), r["segment_id"]
+        if claims:  # answer-only defects: the misstated ranges
+            assert (int(r["answer_faithfulness_min"]), int(r["answer_faithfulness_max"])) == (0, 3)
+            assert r["verdict"] == "partial"
+
+
+def test_open_period_rows_carry_the_rule_of_every_set(labels):
+    rows = [r for r in labels if r["note"].startswith("open_period:")]
+    assert len(rows) >= 3
+    for r in rows:
+        for dim, col in (("intent", "intent_understood"), ("sql", "sql_quality"), ("relevance", "result_relevance")):
+            assert (int(r[f"{col}_min"]), int(r[f"{col}_max"])) == OPEN_PERIOD_RANGES[dim]
+        assert r["verdict"] == "partial"
+
+
+def test_every_ok_step_reruns_against_the_rebuilt_warehouse(turns, conn):
+    steps = 0
+    for t in turns:
+        for s in t.sql_steps:
+            assert s.status == "ok", t.turn_id
+            rows = [list(r) for r in conn.execute(s.sql).fetchall()]
+            assert len(rows) == s.row_count, t.turn_id
+            assert rows[: len(s.rows)] == [list(r) for r in s.rows], t.turn_id
+            steps += 1
+    assert steps == len(turns)
+
+
+def test_the_warehouse_keeps_its_own_invariants(conn):
+    """Nights are check_out - check_in (Python's date arithmetic); room charges are one per night."""
+    for ci, co, n in conn.execute("SELECT check_in, check_out, nights FROM bookings LIMIT 2000"):
+        assert (date.fromisoformat(co) - date.fromisoformat(ci)).days == n
+    room_charges = Counter(r[0] for r in conn.execute("SELECT booking_id FROM folio_charges WHERE category = 'room'"))
+    completed = dict(conn.execute("SELECT booking_id, nights FROM bookings WHERE status = 'completed'").fetchall())
+    assert room_charges == Counter(completed)
+    assert _one(conn, "SELECT MAX(check_out) FROM bookings WHERE status = 'completed'") <= "2025-06-30"
+
+
+def test_row_count_answers_use_more_rows_than_are_stored(turns, labels):
+    by_id = {t.turn_id: t for t in turns}
+    rows = [r for r in labels if r["note"].startswith("row_count:")]
+    assert len(rows) == 3
+    for r in rows:
+        (step,) = by_id[r["turn_id"]].sql_steps
+        assert step.row_count > len(step.rows) == 50
+        assert f"{step.row_count:,}" in by_id[r["turn_id"]].answer
+
+
+def test_derived_totals_are_the_sums_of_the_shown_rows(turns, labels):
+    by_id = {t.turn_id: t for t in turns}
+    found = 0
+    for r in labels:
+        if not (r["note"].startswith("derived_total:") or "the total is the two rows' sum" in r["note"]):
+            continue
+        (step,) = by_id[r["turn_id"]].sql_steps
+        assert step.row_count == len(step.rows)  # every term is in the rows
+        total = round(sum(row[-1] for row in step.rows), 2)
+        answer = by_id[r["turn_id"]].answer
+        assert any(form in answer for form in (f"{total:,}", f"€{total:,.2f}", f"{total:,.1f} hours")), (r["segment_id"], total)
+        found += 1
+    assert found == 4
+
+
+def test_seeded_fan_outs_really_inflate_the_figure(answers, conn):
+    """Oracle: the parent's figure computed here without the child join is not the stated one."""
+    nights = _one(conn, "SELECT SUM(b.nights) FROM bookings b JOIN hotels h USING (hotel_id) "
+                        "WHERE h.name = 'Villa Ceres Florence' AND b.check_in LIKE '2024-%' "
+                        "AND EXISTS (SELECT 1 FROM folio_charges f WHERE f.booking_id = b.booking_id AND f.category = 'spa')")
+    a = _only(answers, "How many room-nights did spa-using guests account for at Villa Ceres Florence in 2024?")
+    assert f" {nights:,} room-nights" not in a
+    adults = _one(conn, "SELECT SUM(adults) FROM bookings b JOIN hotels h USING (hotel_id) WHERE h.name = 'Hotel Isar Munich' "
+                        "AND b.status = 'completed' AND b.check_in LIKE '2025-03-%'")
+    a = _only(answers, "How many adult guests did Hotel Isar Munich host in March 2025?")
+    assert f"hosted {adults:,} adult" not in a
+    kwh = _one(conn, "SELECT ROUND(SUM(energy_kwh), 1) FROM energy_days e JOIN hotels h USING (hotel_id) "
+                     "WHERE h.name = 'Casa Alba Seville' AND e.day LIKE '2025-06-%'")
+    shifts = _one(conn, "SELECT COUNT(*) FROM housekeeping_shifts s JOIN hotels h USING (hotel_id) "
+                        "WHERE h.name = 'Casa Alba Seville' AND s.shift_date LIKE '2025-06-%'")
+    a = _only(answers, "What was Casa Alba Seville's electricity use in June 2025, and how many housekeeping shifts did it run?")
+    assert f"{kwh:,} kWh" not in a and f"ran {shifts} housekeeping shifts" in a
+    # the fan-out-safe twin states the plain figure
+    lyon = _one(conn, "SELECT ROUND(SUM(energy_kwh), 1) FROM energy_days e JOIN hotels h USING (hotel_id) "
+                      "WHERE h.name = 'Hotel Meridiane Lyon' AND e.day LIKE '2025-06-%'")
+    assert f"{lyon:,} kWh" in _only(answers, "What was Hotel Meridiane Lyon's electricity use in June 2025, and how many "
+                                             "housekeeping shifts did it run?")
+
+
+def test_unit_claims_are_the_unconverted_cell(answers, conn):
+    cents = _one(conn, "SELECT SUM(f.amount_cents) FROM folio_charges f JOIN bookings b USING (booking_id) "
+                       "WHERE b.hotel_id = 1 AND f.category = 'minibar' AND f.charge_date LIKE '2024-%'")
+    assert f"€{cents:,} " in _only(answers, "What did the minibars at Hotel Aurora Lisbon bring in during 2024?")
+    minutes = _one(conn, "SELECT SUM(minutes_worked) FROM housekeeping_shifts WHERE hotel_id = 9 AND shift_date LIKE '2025-05-%'")
+    assert f"{minutes:,} hours" in _only(answers, "How many hours of housekeeping did Casa Alba Seville use in May 2025?")
+    scores = [r[0] for r in conn.execute("SELECT score FROM reviews WHERE submitted_date LIKE '2024-%'")]
+    share = sum(s >= 9 for s in scores) / len(scores)
+    assert _only(answers, "What proportion of the reviews submitted in 2024 gave us a 9 or a 10?").startswith(f"{share:.3f}%")
+    # the converted twin: minutes / 60 in the SQL, stated as hours
+    lyon = sum(r[0] for r in conn.execute("SELECT minutes_worked FROM housekeeping_shifts WHERE hotel_id = 10 "
+                                          "AND shift_date LIKE '2025-05-%'")) / 60
+    assert f"{lyon:,.1f} hours" in _only(answers, "How many hours of housekeeping did Hotel Meridiane Lyon use in May 2025?")
+
+
+def test_open_periods_really_pick_up_other_periods_and_their_twins_do_not(answers, conn):
+    july = _one(conn, "SELECT COUNT(*) FROM bookings WHERE hotel_id = 3 AND booked_date LIKE '2024-07-%'")
+    opened = _one(conn, "SELECT COUNT(*) FROM bookings WHERE hotel_id = 3 AND booked_date >= '2024-07-01'")
+    assert opened > july
+    twins = answers["How many bookings did Villa Ceres Florence take in July 2024?"]
+    assert len(twins) == 2 and any(f"took {july:,} " in a for a in twins) and any(f"took {opened:,} " in a for a in twins)
+    q4 = _one(conn, "SELECT COUNT(*) FROM housekeeping_shifts WHERE shift_date BETWEEN '2024-10-01' AND '2024-12-31'")
+    twins = answers["How many housekeeping shifts did we staff across the group in Q4 2024?"]
+    assert len(twins) == 2 and sum(f"staffed {q4:,} " in a for a in twins) == 1
+    zurich = [r[0] for r in conn.execute("SELECT r.score FROM reviews r JOIN bookings b USING (booking_id) "
+                                         "WHERE b.hotel_id = 8 AND r.submitted_date LIKE '2024-%'")]
+    twins = answers["What did Solenne Zurich Lakeside average on guest reviews in 2024?"]
+    assert len(twins) == 2 and sum(f"({len(zurich)} reviews)" in a for a in twins) == 1
+    h1 = _one(conn, "SELECT SUM(f.amount_cents) FROM folio_charges f JOIN bookings b USING (booking_id) WHERE b.hotel_id = 3 "
+                    "AND f.category = 'spa' AND f.charge_date BETWEEN '2025-01-01' AND '2025-06-30'") / 100
+    assert f"€{h1:,.2f}" not in _only(answers, "How much spa revenue did Villa Ceres Florence take in the first half of 2025?")
+
+
+def test_wrong_rows_are_not_at_the_asked_end(answers, conn):
+    newest = conn.execute("SELECT name FROM hotels ORDER BY opened_year DESC LIMIT 1").fetchone()[0]
+    assert not _only(answers, "Which is the newest hotel in the group?").startswith(newest)
+    months = Counter(r[0][5:7] for r in conn.execute("SELECT check_in FROM bookings WHERE hotel_id = 2 "
+                                                      "AND status = 'completed' AND check_in LIKE '2024-%'"))
+    assert months.most_common(1)[0][0] != "01"
+    assert _only(answers, "Which month of 2024 was the busiest for arrivals at Solenne Porto Ribeira?").startswith("January")
+
+
+def test_the_own_classes_really_change_the_figure(answers, conn):
+    # nights off by one: the stored nights (check_out - check_in) against the stated figure
+    nights = _one(conn, "SELECT SUM(nights) FROM bookings WHERE hotel_id = 5 AND status = 'completed' "
+                        "AND check_in BETWEEN '2025-01-01' AND '2025-03-31'")
+    assert f"sold {nights:,} room-nights" not in _only(answers, "How many room-nights did Solenne Berlin Mitte sell in Q1 2025?")
+    # a HAVING on room-nights: fewer hotels really had more than 1,000 stays
+    stays = Counter(r[0] for r in conn.execute("SELECT hotel_id FROM bookings WHERE status = 'completed' "
+                                               "AND check_in LIKE '2024-%'"))
+    qualifying = sum(n > 1000 for n in stays.values())
+    assert qualifying < 10
+    assert _only(answers, "Which hotels had more than 1,000 completed stays in 2024?").startswith("10 hotels")
+    # a CASE that drops phone bookings into ELSE
+    direct = _one(conn, "SELECT COUNT(*) FROM bookings WHERE channel IN ('website', 'phone') AND check_in LIKE '2024-%'")
+    a = _only(answers, "How did bookings for 2024 stays split between our direct channels (website and phone) and intermediaries?")
+    assert f"{direct:,} bookings came direct" not in a
+    # COALESCE as zero: the plain mean over the reviews (statistics.fmean) is far above the stated one
+    scores = [r[0] for r in conn.execute("SELECT r.score FROM reviews r JOIN bookings b USING (booking_id) WHERE b.hotel_id = 2 "
+                                         "AND b.status = 'completed' AND b.check_in LIKE '2024-%'")]
+    a = _only(answers, "What was the average guest score for completed 2024 stays at Solenne Porto Ribeira?")
+    assert f"{statistics.fmean(scores):.2f}" not in a
+    # the wrong denominator: cancelled over every booking
+    status = Counter(r[0] for r in conn.execute("SELECT status FROM bookings WHERE check_in LIKE '2024-%'"))
+    rate = 100 * status["cancelled"] / sum(status.values())
+    assert not _only(answers, "What percentage of bookings for 2024 stays were cancelled?").startswith(f"{rate:.1f}%")
+    status23 = Counter(r[0] for r in conn.execute("SELECT status FROM bookings WHERE check_in LIKE '2023-%'"))
+    rate23 = 100 * status23["cancelled"] / sum(status23.values())
+    assert _only(answers, "What percentage of bookings for 2023 stays were cancelled?").startswith(f"{rate23:.1f}%")
+
+
+def test_the_statistic_twins_compute_what_is_asked(answers, conn):
+    nights = [r[0] for r in conn.execute("SELECT nights FROM bookings WHERE hotel_id = 6 AND status = 'completed'")]
+    mode = statistics.mode(nights)
+    assert f"is {mode} nights" in _only(answers, "What is the most common length of stay at Hotel Isar Munich?")
+    seville = [r[0] for r in conn.execute("SELECT nights FROM bookings WHERE hotel_id = 9 AND status = 'completed'")]
+    assert f"is {statistics.mode(seville)} nights" not in _only(answers, "What is the most common length of stay at Casa Alba Seville?")
+    months = Counter(r[0][:7] for r in conn.execute("SELECT booked_date FROM bookings WHERE booked_date BETWEEN '2025-04-01' AND '2025-06-30'"))
+    running = months["2025-04"] + months["2025-05"]
+    assert f"{running:,} by the end of May" in _only(
+        answers, "What was the cumulative number of bookings taken by the end of each month of Q2 2025?")
+
+
+def test_the_data_readme_describes_the_set_and_says_the_labels_are_constructed(labels):
+    text = (ROOT / "data" / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Hotel held-out set"):]
+    assert "CONSTRUCTED" in section and f"{len(labels)} captured turns" in section
