@@ -5,7 +5,8 @@
 * ``verdict_kappa`` / ``band_kappa``: Cohen's kappa of the judge's categorical verdict, and of the
   scorer's band (the rubric's figure, DESIGN §4), against the labelled verdict (good/partial/poor),
   ``kappa = (p_o - p_e) / (1 - p_e)`` (Cohen 1960; :func:`statsmodels.stats.inter_rater.cohens_kappa`
-  on the 3 x 3 table); ``verdict_equal`` / ``band_equal``: how many segments agree;
+  on the 3 x 3 table), each with a 95% percentile bootstrap interval over segments (``*_ci``; seed and
+  resamples in ``bootstrap``); ``verdict_equal`` / ``band_equal``: how many segments agree;
 * ``defects_verdict_good`` / ``defects_band_good``: defects (label not good) called good;
   ``correct_verdict_not_good`` / ``correct_band_not_good``: correct answers (label good) called
   partial or poor;
@@ -40,6 +41,34 @@ def _kappa(a: list[str], b: list[str]) -> float:
 
     table = [[sum(1 for x, y in zip(a, b) if x == r and y == c) for c in VERDICTS] for r in VERDICTS]
     return float(cohens_kappa(table, return_results=False))
+
+
+#: seeded percentile bootstrap of the kappas (resampling segments); recorded in the output
+BOOT_SEED, N_BOOT = 0, 2000
+
+
+def _kappa_interval(a: list[str], b: list[str], seed: int = BOOT_SEED, n_boot: int = N_BOOT) -> list[float]:
+    """95% percentile interval of Cohen's kappa over ``n_boot`` resamples of the segments (seeded);
+    a resample whose kappa is undefined (one category only) is skipped."""
+    import numpy as np
+
+    codes = {v: i for i, v in enumerate(VERDICTS)}
+    x = np.array([codes[v] for v in a])
+    y = np.array([codes[v] for v in b])
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n_boot):
+        idx = rng.integers(0, len(x), len(x))
+        xs, ys = x[idx], y[idx]
+        table = np.zeros((3, 3))
+        np.add.at(table, (xs, ys), 1)
+        n = table.sum()
+        po = np.trace(table) / n
+        pe = float((table.sum(0) * table.sum(1)).sum()) / n ** 2
+        if pe < 1:
+            out.append((po - pe) / (1 - pe))
+    lo, hi = np.percentile(out, [2.5, 97.5])
+    return [round(float(lo), 3), round(float(hi), 3)]
 
 
 def _auc(values: list[float | None], positive: list[bool]) -> float:
@@ -87,8 +116,10 @@ def set_figures(turns_path: str | Path, labels_path: str | Path) -> dict[str, An
         c[2] += 1
     good = [x == "good" for x in lv]
     return {
-        "n": len(labels), "verdict_kappa": round(_kappa(lv, jv), 3), "verdict_equal": sum(map(str.__eq__, lv, jv)),
-        "band_kappa": round(_kappa(lv, bd), 3), "band_equal": sum(map(str.__eq__, lv, bd)),
+        "n": len(labels), "verdict_kappa": round(_kappa(lv, jv), 3), "verdict_kappa_ci": _kappa_interval(lv, jv),
+        "verdict_equal": sum(map(str.__eq__, lv, jv)),
+        "band_kappa": round(_kappa(lv, bd), 3), "band_kappa_ci": _kappa_interval(lv, bd),
+        "band_equal": sum(map(str.__eq__, lv, bd)), "bootstrap": {"seed": BOOT_SEED, "resamples": N_BOOT},
         "defects": sum(not g for g in good), "correct": sum(good),
         "defects_verdict_good": sum(not g and v == "good" for g, v in zip(good, jv)),
         "defects_band_good": sum(not g and b == "good" for g, b in zip(good, bd)),
