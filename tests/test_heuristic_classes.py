@@ -736,6 +736,138 @@ def test_a_left_join_tested_in_the_where_is_no_finding_when_no_empty_group_is_as
     assert "inner join" not in v.explanation
 
 
+#: correct answers the hotel set showed penalised, three domains each
+def test_the_scale_of_a_rating_is_no_claim():
+    for q, col, cell, answer in (
+            ("What did the Lisbon hotel average on guest reviews?", "avg_score", 7.82, "It averaged 7.82 out of 10."),
+            ("How do members rate the Harbour branch?", "rating", 4.4, "Members rate it 4.4 out of 5."),
+            ("What is the average match rating of Carrowdale?", "rating", 6.9, "Carrowdale rate 6.9 out of 10 on average.")):
+        v, d = judge(q, f"SELECT ROUND(AVG(x), 2) AS {col} FROM t", [col], [[cell]], answer)
+        assert v.answer_faithfulness == 10 and d["unsupported_claims"] == [], (answer, d["unsupported_claims"])
+        v2, d2 = judge(q, f"SELECT ROUND(AVG(x), 2) AS {col} FROM t", [col], [[cell]], answer.replace(str(cell), "9.1"))
+        assert d2["unsupported_claims"], answer
+
+
+COMPARED = [
+    ("Which city's hotel used the least electricity?", "SELECT city, SUM(kwh) AS kwh FROM e GROUP BY city ORDER BY kwh",
+     ["city", "kwh"], [["Lyon", 67847.1], ["Edinburgh", 71788.5]],
+     "Lyon. Its hotel used 67,847.1 kWh, less than Edinburgh (71,788.5 kWh).", "Lyon. Its hotel used 67,847.1 kWh, like Edinburgh (69,000.0 kWh)."),
+    ("Who stayed with us most often?", "SELECT guest, COUNT(*) AS stays FROM b GROUP BY guest ORDER BY stays DESC",
+     ["guest", "stays"], [["G-47336", 23], ["G-33712", 18]],
+     "Guest G-47336, with 23 stays; the next-most frequent guest stayed 18 times.",
+     "Guest G-47336, with 23 stays and 18 reviews."),
+    ("Which branch lent the most books?", "SELECT branch, COUNT(*) AS loans FROM l GROUP BY branch ORDER BY loans DESC",
+     ["branch", "loans"], [["Harbour", 3120], ["Central", 2954]],
+     "Harbour lent 3,120 books, ahead of Central at 2,954.", "Harbour lent 3,120 books, and 2,954 of them were new."),
+]
+
+
+@pytest.mark.parametrize("question, sql, columns, rows, compared, misattributed", COMPARED)
+def test_a_sentence_comparing_rows_may_state_the_other_rows_figure(question, sql, columns, rows, compared, misattributed):
+    v, d = judge(question, sql, columns, rows, compared)
+    assert d["unsupported_claims"] == [], d["unsupported_claims"]
+    v2, d2 = judge(question, sql, columns, rows, misattributed)
+    assert d2["unsupported_claims"], misattributed
+
+
+@pytest.mark.parametrize("question, sql, column", [
+    ("What was the 2024 electricity use of our hotels in Italy, in MWh?",
+     "SELECT city, SUM(kwh) AS kwh FROM e WHERE country = 'Italy' GROUP BY city", "kwh"),
+    ("What did the depots consume last winter, in kWh?", "SELECT depot, SUM(kwh) AS kwh FROM d GROUP BY depot", "kwh"),
+    ("How much did the pumps move in May, in ML?", "SELECT pump, SUM(ml) AS ml FROM p GROUP BY pump", "ml"),
+])
+def test_a_unit_in_the_question_is_no_name(question, sql, column):
+    from axon_eval.judges.heuristic.question import profile_question
+    assert not any(e.lower() in ("mwh", "kwh", "ml") for e in profile_question(question).entities)
+
+
+@pytest.mark.parametrize("question, value", [
+    ("How many No-Shows did we record in Q1 2025?", "no_show"),
+    ("How many Check-Ins were late?", "check_in"),
+    ("How many Walk-Ups joined the queue?", "walk_up"),
+])
+def test_a_hyphenated_name_asked_for_a_snake_case_value(question, value):
+    sql = f"SELECT kind, COUNT(*) AS n FROM t WHERE kind = '{value}' GROUP BY kind"
+    v, _ = judge(question.replace(" in Q1 2025", ""), sql, ["kind", "n"], [[value, 100]], "There were 100.")
+    assert "words joined by _" in v.explanation, v.explanation
+
+
+@pytest.mark.parametrize("question, value", [
+    ("How many housekeeping hours did the Lisbon hotel log?", 746.7),
+    ("How many overtime minutes did the drivers work?", 1322.5),
+    ("How many ticket dollars did the club take?", 48210.5),
+])
+def test_how_many_with_a_unit_after_a_modifier_is_an_amount(question, value):
+    v, _ = judge(question, "SELECT ROUND(SUM(x), 1) AS value FROM t", ["value"], [[value]], f"It came to {value}.")
+    assert "not a count" not in v.explanation, v.explanation
+
+
+MORE_STATISTICS = {
+    "interquartile range": [
+        ("What is the interquartile range of review scores?", "SELECT MAX(score) - MIN(score) FROM reviews",
+         "SELECT q3 - q1 FROM (SELECT PERCENTILE_CONT(0.75) WITHIN GROUP (ORDER BY score) AS q3, "
+         "PERCENTILE_CONT(0.25) WITHIN GROUP (ORDER BY score) AS q1 FROM reviews)"),
+        ("What is the IQR of match attendance?", "SELECT MAX(attendance) - MIN(attendance) FROM matches",
+         "SELECT attendance, NTILE(4) OVER (ORDER BY attendance) AS q FROM matches"),
+        ("Give the inter-quartile range of loan lengths.", "SELECT AVG(days) FROM loans",
+         "SELECT days, NTILE(4) OVER (ORDER BY days) AS q FROM loans"),
+    ],
+    "mode": [
+        ("What is the most common length of stay?", "SELECT AVG(nights) FROM bookings",
+         "SELECT nights, COUNT(*) AS n FROM bookings GROUP BY nights ORDER BY n DESC LIMIT 1"),
+        ("What is the modal number of tries per match?", "SELECT AVG(tries) FROM matches",
+         "SELECT tries, COUNT(*) AS n FROM matches GROUP BY tries ORDER BY n DESC LIMIT 1"),
+        ("What is the most frequent loan duration?", "SELECT MAX(days) FROM loans",
+         "SELECT days, COUNT(*) AS n FROM loans GROUP BY days ORDER BY n DESC LIMIT 1"),
+    ],
+    "running total": [
+        ("What was the cumulative number of bookings by the end of each month?",
+         "SELECT month, COUNT(*) AS n FROM bookings GROUP BY month",
+         "SELECT month, SUM(COUNT(*)) OVER (ORDER BY month) AS n FROM bookings GROUP BY month"),
+        ("Show the running total of tries for each round.", "SELECT round, COUNT(*) FROM tries GROUP BY round",
+         "SELECT round, SUM(COUNT(*)) OVER (ORDER BY round) FROM tries GROUP BY round"),
+        ("What were cumulative loans per week in June?", "SELECT week, COUNT(*) FROM loans GROUP BY week",
+         "SELECT a.week, (SELECT COUNT(*) FROM loans b WHERE b.week <= a.week) FROM loans a GROUP BY a.week"),
+    ],
+}
+
+
+@pytest.mark.parametrize("name", sorted(MORE_STATISTICS))
+def test_more_named_statistics_in_three_domains(name):
+    for question, neighbour, right in MORE_STATISTICS[name]:
+        gaps = statistic_gaps(question, neighbour, analyse_sql(neighbour), 1)
+        assert any(f" {name} " in g for g in gaps), (question, gaps)
+        assert not any(f" {name} " in g for g in statistic_gaps(question, right, analyse_sql(right), 1)), right
+
+
+#: a complete result not ordered by the figure's column: the figure must be that column's extreme
+EXTREME_ROWS = [
+    ("Which hotel earned the best average guest score?",
+     "SELECT hotel, COUNT(*) AS reviews, AVG(score) AS avg_score FROM r GROUP BY hotel ORDER BY reviews DESC",
+     ["hotel", "reviews", "avg_score"], [["Berlin Mitte", 581, 7.21], ["Rome", 555, 7.48], ["Florence", 402, 8.29]],
+     "Berlin Mitte earned the best average guest score, 7.21.", "Florence earned the best average guest score, 8.29."),
+    ("Which month was the busiest for arrivals?",
+     "SELECT month, COUNT(*) AS arrivals FROM b GROUP BY month ORDER BY month",
+     ["month", "arrivals"], [["01", 66], ["02", 64], ["05", 76]],
+     "January was the busiest month for arrivals, with 66.", "May was the busiest month for arrivals, with 76."),
+    ("Which team conceded the fewest points?",
+     "SELECT team, SUM(points_against) AS points_against FROM g GROUP BY team",
+     ["team", "points_against"], [["Highmoor", 171], ["Duncliff", 158], ["Thornmere", 161]],
+     "Highmoor conceded the fewest points, 171.", "Duncliff conceded the fewest points, 158."),
+]
+
+
+@pytest.mark.parametrize("question, sql, columns, rows, wrong, right", EXTREME_ROWS)
+def test_a_superlatives_figure_must_be_the_complete_results_extreme(question, sql, columns, rows, wrong, right):
+    v, d = judge(question, sql, columns, rows, wrong)
+    assert v.answer_faithfulness <= 3 and "complete result" in v.explanation, v.explanation
+    v2, _ = judge(question, sql, columns, rows, right)
+    assert "complete result" not in v2.explanation and v2.answer_faithfulness == 10, v2.explanation
+    # a cut result cannot show the extreme: no finding
+    v3, _ = judge(question, sql, columns, rows, wrong, row_count=40)
+    assert "complete result" not in v3.explanation
+
+
 #: an average answered by a SUM that never divides (targeting's check, not statistic_gaps), three domains
 AVERAGE_BY_SUM = [
     ("What was the average attendance at home games?", "SELECT SUM(attendance) AS attendance FROM matches",

@@ -223,6 +223,14 @@ _STATISTICS = (
     ("variance", re.compile(r"\bvariance\b", re.I), re.compile(r"\b(variance|var_\w+|stddev\w*|power|sqrt)\b|\*", re.I)),
     ("percentile", re.compile(r"\b(\d+(?:st|nd|rd|th) percentile|percentile|quartile|p\d\d)\b", re.I),
      re.compile(r"\b(percentile\w*|ntile|row_number|percent_rank|cume_dist|quantile\w*)\b", re.I)),
+    ("interquartile range", re.compile(r"\b(interquartile range|inter-quartile range|iqr)\b", re.I),
+     re.compile(r"\b(percentile\w*|ntile|quartile\w*|quantile\w*|row_number|percent_rank|cume_dist)\b", re.I)),
+    ("mode", re.compile(r"\b(mode|modal)\b|\bmost (?:common|frequent|usual)\s+(?:\w+\s+)?(?:length|number|value|size|"
+                        r"duration|amount|count|score|price|age|stay)\b", re.I),
+     re.compile(r"\bgroup\s+by\b|\bmode\s*\(", re.I)),
+    ("running total", re.compile(r"\b(running total|cumulative|cumulatively)\b.*\b(each|every|per|by)\b", re.I),
+     # a window, or a correlated subquery summing everything up to each row's date
+     re.compile(r"\bover\s*\(|\bcumulative\w*\s*\(|\(\s*select\b[^()]*(?:\([^()]*\)[^()]*)*<=", re.I)),
     ("distinct count", re.compile(r"\bhow many (different|distinct|unique|individual|separate)\b", re.I),
      re.compile(r"\b(distinct|group\s+by)\b|\bunion\b(?!\s+all\b)", re.I)),  # UNION (not ALL) removes repeats
 )
@@ -329,7 +337,7 @@ def row_position_check(question: str, top_n: int | None, evidence: Any, name: st
         if len(s.sql.order) != 1 or len(s.step.rows) < 2:
             continue
         end = asked_end(question, s.sql.order[0][0])
-        if end is None:
+        if end is None or not _order_is_the_measure(question, s):
             continue
         rows = s.step.rows
         col = next((j for j, v in enumerate(rows[0]) if isinstance(v, str)), None)
@@ -519,18 +527,30 @@ def figure_position_check(question: str, top_n: int | None, evidence: Any, value
         return ""
     tol = 0.5 * 10 ** -_decimals(token) + 1e-9
     for s in reversed(evidence.ok_steps):
-        if len(s.sql.order) != 1 or len(s.step.rows) < 2:
+        if len(s.step.rows) < 2:
             continue
+        cols = [str(c).lower() for c in s.step.columns]
+        if not s.sql.order:
+            # no ordering: a complete result still shows which row is at the asked end
+            reason = _extreme_check(question, s, cols, value, token, tol, answer_values)
+            if reason is not None:
+                return reason
+            continue
+        if len(s.sql.order) != 1 or next((i for i, c in enumerate(cols) if s.sql.order[0][0] == c
+                                          or s.sql.order[0][0].endswith("." + c)), None) is None:
+            continue  # ordered by an expression the rows do not show: that expression is the measure
         key, desc = s.sql.order[0]
         end = asked_end(question, key)
         if end is None:
             continue
-        cols = [str(c).lower() for c in s.step.columns]
         j = next((i for i, c in enumerate(cols) if key == c or key.endswith("." + c)), None)
         if j is None:
             continue
         vals = [r[j] if j < len(r) else None for r in s.step.rows]
-        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in vals):
+        if not all(_is_number(v) for v in vals):
+            reason = _extreme_check(question, s, cols, value, token, tol, answer_values)  # ordered by a label
+            if reason is not None:
+                return reason
             continue
         want_first = (end == "max") == desc
         if not want_first and s.truncated:
@@ -539,7 +559,13 @@ def figure_position_check(question: str, top_n: int | None, evidence: Any, value
         if abs(vals[target] - value) <= tol or any(abs(vals[target] - a) <= tol for a in answer_values):
             return ""
         hits = [i for i, v in enumerate(vals) if abs(v - value) <= tol]
-        if not hits or hits[0] == 0:
+        if not hits:
+            # the figure is another column's (ordered by reviews, the answer gives the average score)
+            reason = _extreme_check(question, s, cols, value, token, tol, answer_values)
+            if reason is not None:
+                return reason
+            continue
+        if hits[0] == 0:
             # the first row: the answer follows the SQL's ordering, and whether that ordering runs the
             # asked way is the SQL's finding (intent names it), not the answer's
             return ""
@@ -547,6 +573,64 @@ def figure_position_check(question: str, top_n: int | None, evidence: Any, value
                 f"{'DESC' if desc else 'ASC'}); the question asks for the {'most' if end == 'max' else 'least'}, "
                 f"which is row {target + 1} ({vals[target]:g})")
     return ""
+
+
+def _order_is_the_measure(question: str, s: Any) -> bool:
+    """Whether the ORDER BY key can stand for the superlative's measure: it names a word of the question,
+    or no other numeric column of the rows does (ordered by ``reviews`` for "the best average *score*",
+    with an ``avg_score`` column shown, the order says nothing about the best score)."""
+    qwords = _words_of(question)
+    key = s.sql.order[0][0].rsplit(".", 1)[-1]
+
+    def named(c: str) -> bool:
+        return bool({p for p in re.split(r"[_\W]+", c.lower()) if len(p) >= 3} & qwords)
+
+    if named(key):
+        return True
+    cols = [str(c).lower() for c in s.step.columns]
+    others = [j for j, c in enumerate(cols) if c != key and named(c)
+              and all(_is_number(r[j] if j < len(r) else None) for r in s.step.rows)]
+    return not others
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _words_of(text: str) -> set[str]:
+    words = set(re.findall(r"[a-z]+", text.lower()))
+    return words | {w[:-1] for w in words if w.endswith("s")}
+
+
+def _extreme_check(question: str, s: Any, cols: list[str], value: float, token: str, tol: float,
+                   answer_values: list[float]) -> str | None:
+    """On a complete result not ordered by the figure's column: the figure of a one-answer superlative
+    must be that column's extreme at the asked end. Only for a numeric column the question names ("the
+    best average guest *score*" -> ``avg_score``), never when the result is cut (``None``: no finding)."""
+    if s.truncated:
+        return None
+    qwords = _words_of(question)
+    named = [j for j, c in enumerate(cols)
+             if {p for p in re.split(r"[_\W]+", c) if len(p) >= 3} & qwords
+             and all(_is_number(r[j] if j < len(r) else None) for r in s.step.rows)]
+    if len(named) != 1:
+        return None  # no numeric column, or several, that the question names: the measure is not plain
+    for j in named:
+        c = cols[j]
+        vals = [r[j] for r in s.step.rows]
+        if not any(abs(v - value) <= tol for v in vals):
+            return None
+        end = asked_end(question, c)
+        if end is None:
+            return None
+        target = max(vals) if end == "max" else min(vals)
+        if abs(target - value) <= tol or any(abs(target - a) <= tol for a in answer_values):
+            return ""
+        at = next(i for i, v in enumerate(vals) if abs(v - value) <= tol)
+        t = vals.index(target)
+        return (f"rank: {token} is row {at + 1}'s {c}; the question asks for the {'most' if end == 'max' else 'least'}, "
+                f"and the complete result's {'highest' if end == 'max' else 'lowest'} {c} is {target:g} (row {t + 1})")
+    return None
 
 
 #: words after "how many" that name a unit of an amount, not things to count (with :data:`UNITS`)

@@ -55,6 +55,11 @@ from .question import QuestionProfile
 from .text import split_sentences
 
 
+#: "7.82 out of 10": the number after "out of" is the rating's scale, no claim about the rows
+_SCALE_BEFORE = re.compile(r"\bout of\s*$", re.I)
+#: words by which a sentence about one row compares it with another
+_COMPARES = re.compile(r"\b(than|next|versus|vs\.?|ahead of|behind|compared|whereas|while|runner-up|"
+                       r"second|followed by|against)\b", re.I)
 _YEAR_BOUND = re.compile(r"\b(since|from|after|before|until|through|up to)\s+$", re.I)
 
 
@@ -136,6 +141,9 @@ def check_faithfulness(profile: QuestionProfile, evidence: Evidence, answer: str
                                      f"counts the {int(m.value)} shown rows, but the statement returned "
                                      f"{trunc[0].total}", m.start, m.end))
             continue
+        if _SCALE_BEFORE.search(answer[max(0, m.start - 12):m.start]):
+            checks.append(ClaimCheck(m.token, "figure", SUPPORTED, "the scale of a rating (out of N)", m.start, m.end))
+            continue
         periods = _period_count(m, profile)
         if periods:
             checks.append(ClaimCheck(m.token, "figure", SUPPORTED, periods, m.start, m.end))
@@ -144,6 +152,13 @@ def check_faithfulness(profile: QuestionProfile, evidence: Evidence, answer: str
         status, reason = number_support(m, evidence.cells, ctx, evidence.complete_row_counts,
                                         rows_for(m.start) or None,
                                         preceding=answer[max(sent_start, m.start - 30):m.start], lexicon=lex)
+        if status == UNSUPPORTED and rows_for(m.start) and _COMPARES.search(answer[slice(*sentence_of(m.start))]):
+            # the sentence names one row and compares it with another ("less than Edinburgh (71,788.5)",
+            # "the next-most frequent stayed 18 times"): a figure of any shown row may be meant
+            other, other_reason = number_support(m, evidence.cells, ctx, evidence.complete_row_counts, None,
+                                                 preceding=answer[max(sent_start, m.start - 30):m.start], lexicon=lex)
+            if other == SUPPORTED:
+                status, reason = SUPPORTED, "a figure of another row the sentence compares with"
         if status == UNSUPPORTED and not reason.startswith(("sign", "scale")):
             derived = derived_support(m, evidence.cells, answer[max(sent_start, m.start - 30):m.start])
             if derived:

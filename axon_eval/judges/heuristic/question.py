@@ -20,6 +20,7 @@ from .lexicon import (
     WRITE_WORDS,
     Lexicon,
 )
+from .failure_classes import UNITS
 from .text import (
     _ISO_DATE,
     _QUOTED,
@@ -161,7 +162,8 @@ def profile_question(question: str, lexicon: Lexicon = DEFAULT) -> QuestionProfi
     """Profile a question (cached per text and lexicon). See :class:`QuestionProfile`."""
     # a hyphenated run of common words ("June-August", "Mid-March") is a period or a phrase, no name
     names = [n.token for n in extract_names(question, lexicon)
-             if not ("-" in n.token and all(p.lower() in lexicon.not_names for p in re.split(r"[-\s]+", n.token) if p))]
+             if not ("-" in n.token and all(p.lower() in lexicon.not_names for p in re.split(r"[-\s]+", n.token) if p))
+             and n.token.lower() not in UNITS]  # "in MWh", "in kWh": a unit, no name
     quoted = [m.group(1) for m in _QUOTED.finditer(question) if not m.group(1).endswith("s ")]
     entities = tuple(dict.fromkeys(e for e in names + quoted if len(_norm(e)) > 1 and not _ISO_DATE.fullmatch(e)))
     measures = frozenset(k for k, (pat, _) in lexicon.measures.items() if pat.search(question))

@@ -659,7 +659,7 @@ _OPS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 def _snake_form(name: str) -> set[str]:
     """``"tram operators"`` -> ``{"tram_operators", "tram_operator"}``: a several-word name as a
     snake_case value, as written and with its last word singular (a plural of a coded category)."""
-    words = name.lower().split()
+    words = [w for w in re.split(r"[\s-]+", name.lower()) if w]
     last = words[-1]
     singular = (last[:-3] + "y" if last.endswith("ies") else last[:-2] if last.endswith(("ses", "xes", "ches", "shes"))
                 else last[:-1] if last.endswith("s") else last)
@@ -690,7 +690,8 @@ def _amount_for_count(profile: QuestionProfile, info: StepInfo, evidence: Any) -
     sql = info.sql
     if not m or evidence is None or not sql.aggregates or _RATIO_WORDS.search(profile.text):
         return ""
-    if is_amount_unit(m.group(1)):
+    after = re.findall(r"[a-z]+", profile.text[m.start(1):m.start(1) + 40].lower())[:3]
+    if any(is_amount_unit(w) for w in after):
         return ""  # "how many cubic metres / kilometres / kWh": an amount in a unit, not a count of things
     values = [c.value for c in evidence.cells if c.source == "row" and c.step == info.index
               and not ({"year", "season", "id"} & set(c.column) or (c.column and c.column[-1] == "id"))]
@@ -749,7 +750,7 @@ def assess_targeting(profile: QuestionProfile, info: StepInfo, horizon: int,
         e = ent.lower()
         if e in literal_text:
             continue
-        snake = sorted(_snake_form(e) & _snake_literals(sql.literals)) if " " in e else []
+        snake = sorted(_snake_form(e) & _snake_literals(sql.literals)) if (" " in e or "-" in e) else []
         if snake:
             t.notes.append(f"{ent} read as the value {snake[0]!r} of the SQL (words joined by _)")
             continue
