@@ -868,6 +868,22 @@ def test_a_superlatives_figure_must_be_the_complete_results_extreme(question, sq
     assert "complete result" not in v3.explanation
 
 
+@pytest.mark.parametrize("question, sql", [
+    ("What is the average cleanliness score of our reviews?", "SELECT AVG(COALESCE(cleanliness, 0)) AS v FROM reviews"),
+    ("What was the average attendance at home games?", "SELECT AVG(IFNULL(attendance, 0)) AS v FROM matches"),
+    ("What is the average fine per loan?", "SELECT AVG(COALESCE(fine_cents, 0)) AS v FROM loans"),
+])
+def test_a_mean_that_fills_missing_values_with_zero_is_miscomputed(question, sql):
+    v, d = judge(question, sql, ["v"], [[6.4]], "It is 6.4.")
+    assert d["verdict_rule"] == "the SQL computes the figure wrongly" and "counts every missing value as 0" in v.explanation
+    plain = sql.replace("COALESCE(", "").replace("IFNULL(", "").replace(", 0)", "")
+    v2, _ = judge(question, plain, ["v"], [[7.1]], "It is 7.1.")
+    assert v2.verdict == "good", v2.explanation
+    # a question that asks for missing values as zeros gets what it asked
+    v3, _ = judge(question.rstrip("?") + ", counting missing ones as zero?", sql, ["v"], [[6.4]], "It is 6.4.")
+    assert "counts every missing value as 0" not in v3.explanation
+
+
 #: an average answered by a SUM that never divides (targeting's check, not statistic_gaps), three domains
 AVERAGE_BY_SUM = [
     ("What was the average attendance at home games?", "SELECT SUM(attendance) AS attendance FROM matches",

@@ -468,6 +468,8 @@ def miscomputed_findings(question: str, sql: Any, rows: list[list[Any]]) -> list
     if re.search(r"\b(every|each|all|including|include|zeros?|none|with no|even those)\b", question, re.I):
         out.extend(sql.left_joins_made_inner)
     out.extend(date_column_mismatch(question, sql.filters))
+    if not re.search(r"\b(zero|zeros|zeroes|as 0|as nothing)\b", question, re.I):
+        out.extend(sql.zero_filled_means)
     return out
 
 
@@ -728,4 +730,17 @@ def date_column_mismatch(question: str, filters: Any) -> tuple[str, ...]:
             said = sorted({w for w in re.findall(r"[a-z]+", question.lower()) if w in _QUESTION_EVENT_VERBS})
             out.append(f"the period is filtered on {f.column} but the question asks what was {'/'.join(said)}, "
                        "so the rows are counted by another date")
+    return tuple(dict.fromkeys(out))
+
+
+def zero_filled_means(tree: exp.Expression) -> tuple[str, ...]:
+    """``AVG(COALESCE(x, 0))`` (or ``IFNULL``/``NVL``): the mean counts every missing value as a zero,
+    which pulls it down; AVG on its own skips NULLs."""
+    out = []
+    for avg in tree.find_all(exp.Avg):
+        arg = avg.this
+        if isinstance(arg, exp.Coalesce) and any(isinstance(e, exp.Literal) and not e.is_string
+                                                 and float(e.this) == 0 for e in arg.expressions):
+            out.append(f"{avg.sql(dialect='sqlite')} counts every missing value as 0, which pulls the mean down "
+                       "(AVG on its own skips NULLs)")
     return tuple(dict.fromkeys(out))

@@ -14,7 +14,7 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 
 from .failure_classes import (fan_out_findings, integer_divisions, left_joins_made_inner, means_of_means,
-                              not_null_columns, output_units, union_all_counts)
+                              not_null_columns, output_units, union_all_counts, zero_filled_means)
 from .lexicon import DEFAULT, Lexicon
 from .text import _ISO_DATE, _YEAR_MAX, _YEAR_MIN
 
@@ -121,6 +121,8 @@ class SqlAnalysis:
     means_of_means: tuple[str, ...] = ()
     #: LEFT JOINs a WHERE test on the right table makes inner (:func:`.failure_classes.left_joins_made_inner`)
     left_joins_made_inner: tuple[str, ...] = ()
+    #: AVG of a COALESCE(x, 0) (:func:`.failure_classes.zero_filled_means`)
+    zero_filled_means: tuple[str, ...] = ()
 
     @property
     def has_where(self) -> bool:
@@ -381,7 +383,8 @@ def analyse_sql(sql: str) -> SqlAnalysis:
                        integer_divisions=int_divs, union_all_counts=union_counts,
                        not_null_columns=not_null_columns(tree) if count_args else frozenset(),
                        means_of_means=means_of_means(tree) if "avg" in aggregates else (),
-                       left_joins_made_inner=left_joins_made_inner(tree) if len(tables) > 1 else ())
+                       left_joins_made_inner=left_joins_made_inner(tree) if len(tables) > 1 else (),
+                       zero_filled_means=zero_filled_means(tree) if "avg" in aggregates else ())
 
 
 def sql_lower_for_union(tree: exp.Expression) -> str:
