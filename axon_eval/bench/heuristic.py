@@ -26,8 +26,9 @@ shown beside it for information.
 * **failure-class sets** (:data:`CLASS_SETS`, issue 22): the library lending set (frozen before that
   issue's checks, which were then written against its classes: IN-SAMPLE), the transit set (held out
   for those checks; the fixes after it were written on it: IN-SAMPLE for them), the water utility set
-  (the same, one round later) and the hotel group set (HELD OUT: frozen after the last check and never
-  used to write one); band and verdict figures (no goal), and the candidate rubric's band kappa.
+  and the hotel group set (the same, one and two rounds later) and the online-learning set (HELD OUT:
+  frozen after the last check and never used to write one); band and verdict figures (no goal), and
+  the candidate rubric's band kappa.
 * **throughput on distinct views with cold caches**: every distinct view of the bundled sample, the
   out-of-domain set, the horizon set, the failure-class sets and the held-out sample, judged once per pass with every parse
   cache cleared before the pass (:func:`axon_eval.judges.heuristic.clear_caches`); the best of
@@ -71,8 +72,10 @@ CLASS_SETS: tuple[tuple[str, Path, Path], ...] = (
      Path("data/turns/transit_turns.jsonl"), Path("data/turns/transit_labels.csv")),
     ("water utility set (held out for the checks before it, IN-SAMPLE for the fixes after them)",
      Path("data/turns/water_turns.jsonl"), Path("data/turns/water_labels.csv")),
-    ("hotel group set (HELD OUT: frozen before the judge ran on it; no check written after)",
+    ("hotel group set (held out for the checks before it, IN-SAMPLE for the fixes after them)",
      Path("data/turns/hotel_turns.jsonl"), Path("data/turns/hotel_labels.csv")),
+    ("online-learning set (HELD OUT: frozen before the judge ran on it; no check written after)",
+     Path("data/turns/learning_turns.jsonl"), Path("data/turns/learning_labels.csv")),
 )
 #: Seeds of the held-out sample (any seeds other than the committed ones; recorded in the bench rows).
 HELD_OUT_SEEDS = FixtureSeeds(warehouse=777, scenario=11, timing=12, assignment=13, events=14)
