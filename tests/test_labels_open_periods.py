@@ -26,7 +26,7 @@ TURNS = Path(__file__).resolve().parents[1] / "data" / "turns"
 SETS = [("sample_turns.jsonl", "labels.csv"), ("ood_turns.jsonl", "ood_labels.csv"),
         ("horizon_turns.jsonl", "horizon_labels.csv"), ("library_turns.jsonl", "library_labels.csv"),
         ("transit_turns.jsonl", "transit_labels.csv"), ("water_turns.jsonl", "water_labels.csv"),
-        ("hotel_turns.jsonl", "hotel_labels.csv")]
+        ("hotel_turns.jsonl", "hotel_labels.csv"), ("learning_turns.jsonl", "learning_labels.csv")]
 _DATE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
 _MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
 _BOUNDED = re.compile(rf"\b(?:in|for|during|of)\s+(?:(?:{_MONTHS})\s+|q[1-4]\s+|h[12]\s+|the first half of\s+)?(?:19|20)\d\d\b"
