@@ -1,30 +1,25 @@
 """The second held-out failure-class set, on the water-utility warehouse (issue 22): frozen, deterministic,
 labels consistent.
 
-The oracles here are independent of the generator: figures recomputed by separately written SQL against
-a fresh warehouse (or by Python over the fetched rows), and the DESIGN §4 midpoint band written out
-below (weights 0.30/0.25/0.25/0.20, bands 80/50; no turn of this set has a failed or missing step, so no
-cap applies).
+The oracles here are independent of the generator: figures recomputed by separately written SQL against a
+fresh warehouse (or by Python over the fetched rows). The checks every failure-class set shares (rebuild
+byte-identical, one label per segment, the DESIGN §4 midpoint band, claims, open periods, row counts, the
+README section) are in ``test_fixtures_class_sets``; this file keeps the set's own.
 """
 
 from __future__ import annotations
 
 import csv
 import statistics
-from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from axon_eval.evidence import load_turns, split_segments, trajectory_facts
-from axon_eval.fixtures.common import OPEN_PERIOD_RANGES
-from axon_eval.fixtures.water import LABELS_FILE, TURNS_FILE, build_water_files, build_water_warehouse
+from axon_eval.evidence import load_turns
+from axon_eval.fixtures.water import LABELS_FILE, TURNS_FILE, build_water_warehouse
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data" / "turns"
-CLASSES = {"fan_out", "units", "open_period", "wrong_row", "statistic", "left_join", "wrong_status",
-           "mean_of_means", "date_column", "demonym", "currency_code", "plural", "derived_total", "row_count",
-           "control"}
 
 
 @pytest.fixture(scope="module")
@@ -62,85 +57,6 @@ def _one(conn, sql):
 def _only(answers, question) -> str:
     (a,) = answers[question]
     return a
-
-
-def test_rebuild_is_byte_identical_to_the_committed_set(tmp_path):
-    summary = build_water_files(tmp_path)
-    for name in (TURNS_FILE, LABELS_FILE):
-        assert (tmp_path / "turns" / name).read_bytes() == (DATA / name).read_bytes(), name
-    assert summary["turns"] >= 44
-
-
-def test_every_segment_is_labelled_exactly_once(turns, labels):
-    segments = [s.segment_id for t in turns for s in split_segments(t)]
-    assert len(segments) == len(turns)  # one segment per turn
-    assert sorted(segments) == sorted(r["segment_id"] for r in labels)
-    assert len({r["segment_id"] for r in labels}) == len(labels)
-
-
-def test_about_half_correct_and_every_class_at_least_three_times(labels):
-    assert len(labels) >= 44
-    good = sum(r["verdict"] == "good" for r in labels)
-    assert abs(good - (len(labels) - good)) <= 1
-    counts = Counter(r["note"].split(":", 1)[0] for r in labels)
-    assert set(counts) == CLASSES
-    assert min(counts.values()) >= 3, counts
-    # correct answers are exactly the clean rows, labelled good
-    assert all((r["defect"] == "clean") == (r["verdict"] == "good") for r in labels)
-
-
-def test_labels_pass_the_midpoint_band_check(turns, labels):
-    """Oracle: the DESIGN §4 score at the range midpoints, written out here, bands to the verdict."""
-    by_id = {t.turn_id: t for t in turns}
-    for r in labels:
-        facts = trajectory_facts(by_id[r["turn_id"]])
-        assert not (facts.all_sql_failed or facts.ended_on_failure or facts.no_tools)
-        mid = {d: (int(r[f"{d}_min"]) + int(r[f"{d}_max"])) / 2
-               for d in ("intent_understood", "sql_quality", "result_relevance", "answer_faithfulness")}
-        score = 10 * (0.30 * mid["intent_understood"] + 0.25 * mid["sql_quality"]
-                      + 0.25 * mid["result_relevance"] + 0.20 * mid["answer_faithfulness"])
-        band = "good" if score >= 80 else "partial" if score >= 50 else "poor"
-        assert band == r["verdict"], (r["segment_id"], score, r["note"])
-
-
-def test_claims_appear_in_the_answers_and_only_misstated_answers_carry_them(turns, labels):
-    by_id = {t.turn_id: t for t in turns}
-    for r in labels:
-        claims = [c for c in r["unsupported_claims"].split(";") if c]
-        for c in claims:
-            assert c in by_id[r["turn_id"]].answer, (r["segment_id"], c)
-        assert bool(claims) == (r["defect"] in {"unit_mismatch", "wrong_row"}), r["segment_id"]
-
-
-def test_open_period_rows_carry_the_rule_of_every_set(labels):
-    rows = [r for r in labels if r["note"].startswith("open_period:")]
-    assert len(rows) >= 3
-    for r in rows:
-        for dim, col in (("intent", "intent_understood"), ("sql", "sql_quality"), ("relevance", "result_relevance")):
-            assert (int(r[f"{col}_min"]), int(r[f"{col}_max"])) == OPEN_PERIOD_RANGES[dim]
-        assert r["verdict"] == "partial"
-
-
-def test_every_ok_step_reruns_against_the_rebuilt_warehouse(turns, conn):
-    steps = 0
-    for t in turns:
-        for s in t.sql_steps:
-            assert s.status == "ok", t.turn_id
-            rows = [list(r) for r in conn.execute(s.sql).fetchall()]
-            assert len(rows) == s.row_count, t.turn_id
-            assert rows[: len(s.rows)] == [list(r) for r in s.rows], t.turn_id
-            steps += 1
-    assert steps == len(turns)
-
-
-def test_row_count_answers_use_more_rows_than_are_stored(turns, labels):
-    by_id = {t.turn_id: t for t in turns}
-    rows = [r for r in labels if r["note"].startswith("row_count:")]
-    assert len(rows) == 3
-    for r in rows:
-        (step,) = by_id[r["turn_id"]].sql_steps
-        assert step.row_count > len(step.rows) == 50
-        assert str(step.row_count) in by_id[r["turn_id"]].answer
 
 
 def test_derived_totals_are_the_sums_of_the_shown_rows(turns, labels):
@@ -229,9 +145,3 @@ def test_the_median_twin_is_the_middle_bill_and_the_defect_is_not(answers, conn)
     median = f"${statistics.median(bills) / 100:,.2f}."
     twins = answers["What was the median residential water bill issued in 2024?"]
     assert len(twins) == 2 and sum(a.endswith(median) for a in twins) == 1
-
-
-def test_the_data_readme_describes_the_set_and_says_the_labels_are_constructed(labels):
-    text = (ROOT / "data" / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## Water held-out set"):]
-    assert "CONSTRUCTED" in section and f"{len(labels)} captured turns" in section
