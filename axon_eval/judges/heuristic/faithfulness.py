@@ -155,7 +155,7 @@ def check_faithfulness(profile: QuestionProfile, evidence: Evidence, answer: str
         if status == UNSUPPORTED and rows_for(m.start) and _COMPARES.search(answer[slice(*sentence_of(m.start))]):
             # the sentence names one row and compares it with another ("less than Edinburgh (71,788.5)",
             # "the next-most frequent stayed 18 times"): a figure of any shown row may be meant
-            other, other_reason = number_support(m, evidence.cells, ctx, evidence.complete_row_counts, None,
+            other, _ = number_support(m, evidence.cells, ctx, evidence.complete_row_counts, None,
                                                  preceding=answer[max(sent_start, m.start - 30):m.start], lexicon=lex)
             if other == SUPPORTED:
                 status, reason = SUPPORTED, "a figure of another row the sentence compares with"
