@@ -81,7 +81,9 @@ class Targeting:
     inflated: list[str] = field(default_factory=list)
     #: statistics or positions the question names and the SQL does not compute
     wrong_statistic: list[str] = field(default_factory=list)
-    #: figures the SQL computes wrongly (integer division, COUNT over UNION ALL, COUNT of a nullable column)
+    #: figures the SQL computes wrongly (:func:`.failure_classes.miscomputed_findings`: integer division,
+    #: COUNT over UNION ALL or of a nullable column, a mean of means, a LEFT JOIN made inner, a period on
+    #: another event's date column, AVG of COALESCE(x, 0))
     miscomputed: list[str] = field(default_factory=list)
     #: the answering statement selects its subject by an id the judge cannot tie to the asked entity
     opaque_scope: bool = False
@@ -656,6 +658,8 @@ def _coded_cell(profile: QuestionProfile, info: StepInfo, entity: str) -> str:
 
 
 _OPS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+
+
 def _snake_form(name: str) -> set[str]:
     """``"tram operators"`` -> ``{"tram_operators", "tram_operator"}``: a several-word name as a
     snake_case value, as written and with its last word singular (a plural of a coded category)."""
