@@ -617,22 +617,19 @@ def _extreme_check(question: str, s: Any, cols: list[str], value: float, token: 
              and all(_is_number(r[j] if j < len(r) else None) for r in s.step.rows)]
     if len(named) != 1:
         return None  # no numeric column, or several, that the question names: the measure is not plain
-    for j in named:
-        c = cols[j]
-        vals = [r[j] for r in s.step.rows]
-        if not any(abs(v - value) <= tol for v in vals):
-            return None
-        end = asked_end(question, c)
-        if end is None:
-            return None
-        target = max(vals) if end == "max" else min(vals)
-        if abs(target - value) <= tol or any(abs(target - a) <= tol for a in answer_values):
-            return ""
-        at = next(i for i, v in enumerate(vals) if abs(v - value) <= tol)
-        t = vals.index(target)
-        return (f"rank: {token} is row {at + 1}'s {c}; the question asks for the {'most' if end == 'max' else 'least'}, "
-                f"and the complete result's {'highest' if end == 'max' else 'lowest'} {c} is {target:g} (row {t + 1})")
-    return None
+    j = named[0]
+    c = cols[j]
+    vals = [r[j] for r in s.step.rows]
+    at = next((i for i, v in enumerate(vals) if abs(v - value) <= tol), None)
+    end = asked_end(question, c)
+    if at is None or end is None:
+        return None
+    target = max(vals) if end == "max" else min(vals)
+    if abs(target - value) <= tol or any(abs(target - a) <= tol for a in answer_values):
+        return ""
+    return (f"rank: {token} is row {at + 1}'s {c}; the question asks for the {'most' if end == 'max' else 'least'}, "
+            f"and the complete result's {'highest' if end == 'max' else 'lowest'} {c} is {target:g} "
+            f"(row {vals.index(target) + 1})")
 
 
 #: words after "how many" that name a unit of an amount, not things to count (with :data:`UNITS`)

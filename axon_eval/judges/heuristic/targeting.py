@@ -822,8 +822,8 @@ def assess_targeting(profile: QuestionProfile, info: StepInfo, horizon: int,
                                  "without any condition that selects them")
         elif where == "" and meas == "percentage" and share_computed(profile.text, sql):
             t.notes.append("the share is computed as " + share_computed(profile.text, sql))
-        elif where == "" and _modifier_column(profile, meas, sql):
-            t.notes.append(f"{meas} read as {_modifier_column(profile, meas, sql)} (the column of the word before it)")
+        elif where == "" and (modifier := _modifier_column(profile, meas, sql)):
+            t.notes.append(f"{meas} read as {modifier} (the column of the word before it)")
         elif where == "" and (profile.wants_aggregate or not profile.lexicon.measures[meas][0].search(info.text)):
             # a measure word the shown rows hold as a value ("who scored the try" over rows of
             # event_type 'try') is a thing being looked up, not a quantity left uncomputed
