@@ -12,7 +12,14 @@ import pytest
 
 from axon_eval.runs.calibration import latest_calibration, read_calibration, write_calibration
 from axon_eval.stats.agreement import Estimate
-from axon_eval.stats.calibration_record import calibration_record, claims_verdict, staleness
+from axon_eval.stats.calibration_record import (
+    NO_RECORD_REASON,
+    UNCHECKED_REASON,
+    calibration_record,
+    calibration_status,
+    claims_verdict,
+    staleness,
+)
 
 MANIFEST = {"judge_id": "anthropic:claude-x", "judge_model": "claude-x", "judge_endpoint": "https://api.example.com",
             "prompt_version": "judge-v3+abc", "rubric_id": "2d23bbec81d5",
@@ -57,6 +64,24 @@ def test_claims_need_a_current_passed_record_on_human_labels():
     failed = calibration_record(fake_calibration(0.8, 0.6, 0.88), MANIFEST)
     allowed, text = claims_verdict(failed, [])
     assert not allowed and "lower bound 0.600" in text
+
+
+def test_calibration_status_allows_only_a_current_passed_record_on_human_labels():
+    """The helper a gate calls: every reason is listed, and allowed is true exactly when none is."""
+    passed = calibration_record(fake_calibration(0.8, 0.72, 0.88), MANIFEST)
+    assert calibration_status(passed, MANIFEST) == (True, [])
+    assert calibration_status(passed.to_json(), MANIFEST) == (True, [])  # calibration.json's mapping
+    assert calibration_status(None, MANIFEST) == (False, [NO_RECORD_REASON])
+    assert calibration_status(passed, None) == (False, [UNCHECKED_REASON])
+    other = {**MANIFEST, "judge_id": "openai:gpt-x", "rubric_id": "ffffffffffff"}
+    allowed, reasons = calibration_status(passed, other)
+    assert not allowed and reasons == staleness(passed, other) and len(reasons) == 2
+    failed = calibration_record(fake_calibration(0.8, 0.6, 0.88, constructed=True), MANIFEST)
+    allowed, reasons = calibration_status(failed, other)
+    assert not allowed and reasons[:2] == staleness(failed, other) and "lower bound 0.600" in reasons[2]
+    constructed = replace(passed, labels_constructed=True)
+    allowed, reasons = calibration_status(constructed, MANIFEST)
+    assert not allowed and len(reasons) == 1 and "not people's" in reasons[0]
 
 
 def test_calibration_json_round_trip_and_latest(tmp_path: Path):
@@ -105,3 +130,25 @@ def test_stale_record_withholds_corrected_figures(sample_run):
     assert stale.corrected is None and j["ppi"] == {} and j["labels_only"] == {} and not j["claims_allowed"]
     assert j["calibration"]["stale"] is True and j["corrected_withheld"].startswith("no corrected figures: calibration stale: rubric id")
     assert j["naive"]["mean score"]["estimate"] == pytest.approx(run.results["score"].mean())
+
+
+def test_a_record_without_a_manifest_allows_no_claim_and_says_why(sample_run):
+    """A record for another judge and rubric, given without the run's manifest, cannot be checked: no
+    comparative claim, and the sentence says the record was not checked."""
+    from axon_eval.calibration import labelling
+    from axon_eval.stats.estimates import corrected_study
+
+    run, root = sample_run
+    labels = labelling.labels_from_constructed(root / "data/turns/labels.csv", seed=0)
+    elsewhere = {**MANIFEST, "judge_id": "openai:other-judge", "rubric_id": "000000000000"}
+    rec = calibration_record(fake_calibration(0.9, 0.8, 0.95), elsewhere)  # gate passed, human labels
+    ids = sorted(run.results["segment_id"])[:40]
+    study = corrected_study(run.results, labels, labelled_ids=ids, calibration=rec, manifest=None, n_boot=50)
+    j = study.to_json()
+    assert study.claims_allowed is False and j["claims_allowed"] is False
+    assert study.claims_text == f"comparative claims NOT allowed: {UNCHECKED_REASON}"
+    assert any("could not be checked" in n for n in study.notes)
+    # against the run's own manifest the same record is stale, and says what differs
+    checked = corrected_study(run.results, labels, labelled_ids=ids, calibration=rec,
+                              manifest=run.manifest.model_dump(), n_boot=50)
+    assert not checked.claims_allowed and "calibration stale: judge id differs" in checked.claims_text

@@ -42,6 +42,7 @@ from .calibration_record import (
     gate_passes,
     staleness,
     claims_verdict,
+    calibration_status,
 )
 from .coverage import (
     SIMULATED_LABEL,
@@ -348,6 +349,7 @@ __all__ = [
     "gate_passes",
     "staleness",
     "claims_verdict",
+    "calibration_status",
     "SIMULATED_LABEL",
     "COVERAGE_COLUMNS",
     "ppi_coverage_simulation",

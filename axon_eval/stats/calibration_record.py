@@ -16,6 +16,12 @@ reads new turns); that is what a calibration is for, so it is not staleness. :fu
 says whether comparative claims are allowed for a run: only with a record that is not stale, whose
 gate passed, and whose labels were people's (a gate passed on the constructed labels allows nothing).
 
+:func:`calibration_status` is the one question a caller asks before making corrected or comparative
+claims about a run: is this record current for this run's manifest, and may claims be made? It returns
+``(allowed, reasons)``. A record that cannot be checked -- no record, or no manifest to check it
+against -- allows nothing, and the reasons say so; staleness, a gate that did not pass and constructed
+labels each add a reason. ``allowed`` is true only when ``reasons`` is empty.
+
 Pure: mappings in, frozen dataclasses and strings out; the file ``calibration.json`` is read and
 written by :mod:`axon_eval.runs.calibration`.
 """
@@ -40,6 +46,13 @@ IDENTITY_FIELDS: tuple[tuple[str, str], ...] = (
     ("rubric_id", "rubric id"),
 )
 STALE_PREFIX = "calibration stale"
+#: The reason given when a record has no manifest to be checked against.
+UNCHECKED_REASON = ("calibration record not checked: no run manifest was given, so whether the record's judge "
+                    "and rubric are this run's is unknown")
+#: The reason given when there is no record at all.
+NO_RECORD_REASON = "no calibration record (run study 05 on this judge and rubric)"
+#: The first words of every refusal sentence of :func:`claims_verdict`.
+NOT_ALLOWED = "comparative claims NOT allowed"
 
 
 def _as_mapping(manifest_like: Any) -> Mapping[str, Any]:
@@ -152,15 +165,54 @@ def staleness(record: CalibrationRecord | Mapping[str, Any], manifest_like: Any)
     return out
 
 
-def claims_verdict(record: CalibrationRecord | None, stale: list[str]) -> tuple[bool, str]:
-    """Whether comparative claims are allowed, and the sentence that says why (for a report's first page)."""
-    if record is None:
-        return False, "comparative claims NOT allowed: no calibration record (run study 05 on this judge and rubric)"
-    if stale:
-        return False, "comparative claims NOT allowed: " + "; ".join(stale)
+def _record_of(record: CalibrationRecord | Mapping[str, Any] | None) -> CalibrationRecord | None:
+    if record is None or isinstance(record, CalibrationRecord):
+        return record
+    if isinstance(record, Mapping):
+        return CalibrationRecord.from_json(record)
+    raise TypeError(f"expected a CalibrationRecord, its JSON mapping or None, got {type(record).__name__}")
+
+
+def _refusals(record: CalibrationRecord) -> list[str]:
+    """What, besides staleness, stops ``record`` from allowing claims: a gate that did not pass, labels
+    that were not people's."""
     if not record.gate_passed:
-        return False, f"comparative claims NOT allowed: {record.gate_message}"
+        return [record.gate_message]
     if record.labels_constructed:
-        return False, (f"comparative claims NOT allowed: {record.gate_message}; a gate passed on labels that "
-                       "are not people's shows the machinery only")
+        return [f"{record.gate_message}; a gate passed on labels that are not people's shows the machinery only"]
+    return []
+
+
+def calibration_status(record: CalibrationRecord | Mapping[str, Any] | None,
+                       manifest_like: Any) -> tuple[bool, list[str]]:
+    """``(allowed, reasons)``: may corrected or comparative claims be made about the run whose manifest is
+    ``manifest_like``, on the strength of ``record``?
+
+    ``record``: a :class:`CalibrationRecord`, its JSON mapping (``calibration.json``) or ``None``.
+    ``manifest_like``: the run's manifest (a mapping with the manifest's keys or a
+    :class:`~axon_eval.runs.manifest.RunManifest`) or ``None``. ``reasons`` lists every reason claims are
+    refused, in this order: no record (:data:`NO_RECORD_REASON`); no manifest to check the record against
+    (:data:`UNCHECKED_REASON`); each :func:`staleness` line; the gate's message when it did not pass; the
+    constructed labels. ``allowed`` is true exactly when ``reasons`` is empty: a current record whose gate
+    passed on people's labels. Pure: no file is read.
+    """
+    rec = _record_of(record)
+    if rec is None:
+        return False, [NO_RECORD_REASON]
+    reasons = [UNCHECKED_REASON] if manifest_like is None else staleness(rec, manifest_like)
+    reasons.extend(_refusals(rec))
+    return not reasons, reasons
+
+
+def claims_verdict(record: CalibrationRecord | None, stale: list[str]) -> tuple[bool, str]:
+    """Whether comparative claims are allowed, and the sentence that says why (for a report's first page).
+    ``stale``: the record's :func:`staleness` lines for the run (or :data:`UNCHECKED_REASON` when there was
+    no manifest to check it against). :func:`calibration_status` decides the same from a manifest."""
+    if record is None:
+        return False, f"{NOT_ALLOWED}: {NO_RECORD_REASON}"
+    if stale:
+        return False, f"{NOT_ALLOWED}: " + "; ".join(stale)
+    refusals = _refusals(record)
+    if refusals:
+        return False, f"{NOT_ALLOWED}: " + "; ".join(refusals)
     return True, f"comparative claims allowed: {record.gate_message}"

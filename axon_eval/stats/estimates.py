@@ -11,9 +11,11 @@
 * **full labels**: when every judged segment has a label (the constructed labels are a census), the
   labels-only mean over all of them, the value the estimates from the subset are aiming at;
 * **calibration**: the record study 05 wrote (:mod:`axon_eval.stats.calibration_record`), whether it
-  is stale for this run (judge or rubric differs) and whether comparative claims are allowed. With a
-  stale record no corrected figures are given (the labels grade a different judge or rubric) and the
-  record says why.
+  is stale for this run (judge or rubric differs) and whether comparative claims are allowed
+  (:func:`~axon_eval.stats.calibration_record.calibration_status`). With a stale record no corrected
+  figures are given (the labels grade a different judge or rubric) and the record says why. A record
+  given without the run's manifest cannot be checked: it allows no claim, and the claims sentence says
+  it was not checked.
 
 The human values of a labelled segment are its raters' subscores scored by the rubric with the
 segment's own cap facts (:func:`axon_eval.stats.agreement.score_human_labels`), averaged over raters:
@@ -36,7 +38,7 @@ import pandas as pd
 
 from ..rubric import DIMENSIONS
 from .agreement import consensus, score_human_labels
-from .calibration_record import CalibrationRecord, claims_verdict, staleness
+from .calibration_record import NOT_ALLOWED, CalibrationRecord, calibration_status, claims_verdict, staleness
 from .intervals import CONFIDENCE, HEADLINE_FIGURES, INTERVAL_COVERS, N_BOOT, SEED, figure_values, headline_table, \
     headline_segments
 from .ppi import PPI_COVERS, corrected_estimates
@@ -141,7 +143,8 @@ def corrected_study(results_df: pd.DataFrame, labels: pd.DataFrame, *, rubric: A
     selection, their full-label values are reported beside the estimates. ``design``: ``segment_id`` and
     ``weight`` (``N_h / n_h``) of a stratified sample: weighted PPI++; ``None``: a simple random sample.
     ``calibration`` and ``manifest`` (the run's, for :func:`staleness`): a stale record withholds the
-    corrected figures.
+    corrected figures; a record without a manifest cannot be checked and allows no claim
+    (:func:`~axon_eval.stats.calibration_record.calibration_status`).
     """
     naive = headline_table(results_df, rubric, n_boot=n_boot, seed=seed, confidence=confidence)
     judge_all = headline_segments(results_df, rubric)
@@ -172,7 +175,8 @@ def corrected_study(results_df: pd.DataFrame, labels: pd.DataFrame, *, rubric: A
     stale = staleness(calibration, manifest) if calibration is not None and manifest is not None else []
     if calibration is not None and manifest is None:
         notes.append("no run manifest given: the calibration record could not be checked for staleness")
-    claims_allowed, claims_text = claims_verdict(calibration, stale)
+    claims_allowed, reasons = calibration_status(calibration, manifest)
+    claims_text = claims_verdict(calibration, [])[1] if claims_allowed else f"{NOT_ALLOWED}: " + "; ".join(reasons)
     table = corrected_estimates(judge_all, human, weight_col=weight_col, confidence=confidence)
     notes.extend(table.attrs.get("notes", []))
     design_text = table.attrs["design"]
