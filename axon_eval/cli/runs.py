@@ -341,7 +341,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 #: ``index`` columns: (heading, width limit); ``--json`` prints every column of :func:`axon_eval.runs.index`.
 INDEX_TABLE = (("run", 80), ("kind", 9), ("status", 10), ("judge", 28), ("rubric", 18), ("judged", 14),
-               ("note", 40))
+               ("note", 80))
 
 
 def _clip(text: str, width: int) -> str:
@@ -350,12 +350,18 @@ def _clip(text: str, width: int) -> str:
 
 def index_rows(frame: Any) -> list[dict[str, str]]:
     """The rows of the ``index`` table, as text: the run folder, kind, status, judge, rubric (its name,
-    else its id), judged segments as ``k of n``, and a note (the study, a budget stop, the error).
-    Missing values read ``-``."""
+    else its id), judged segments as ``k of n``, and a note: first what the judge was not
+    (``SIMULATED``, ``local server, not the provider``: the ``judge_disclosure`` column, or
+    :func:`axon_eval.runs.disclosure.judge_disclosure` of the row when the frame has no such column),
+    then the study, a budget stop or the error, joined by ``"; "``. Missing values read ``-``."""
     from ..display import is_missing
+    from ..runs.disclosure import judge_disclosure
 
     def text(value: Any) -> str:
         return "-" if is_missing(value) or value == "" else str(value)
+
+    def present(record: dict[str, Any]) -> dict[str, Any]:
+        return {key: value for key, value in record.items() if not is_missing(value)}
 
     rows = []
     for r in frame.to_dict(orient="records"):
@@ -363,12 +369,29 @@ def index_rows(frame: Any) -> list[dict[str, str]]:
         judged = "-" if is_missing(segments) or not segments else f"{int(r['judged'])} of {int(segments)}"
         study = r.get("study")
         error = r.get("error")
-        note = (f"study {study}" if not is_missing(study) else
-                str(error).splitlines()[0] if not is_missing(error) and error else "")
+        disclosure = r.get("judge_disclosure") if "judge_disclosure" in r else judge_disclosure(present(r)).label
+        about = (f"study {study}" if not is_missing(study) else
+                 str(error).splitlines()[0] if not is_missing(error) and error else "")
+        note = "; ".join(part for part in ("" if is_missing(disclosure) else str(disclosure), about) if part)
         rubric = r.get("rubric_name") if not is_missing(r.get("rubric_name")) else r.get("rubric_id")
         rows.append({"run": text(r.get("run_id")), "kind": text(r.get("kind")), "status": text(r.get("status")),
                      "judge": text(r.get("judge_id")), "rubric": text(rubric), "judged": judged, "note": note})
     return rows
+
+
+def index_disclosure_lines(frame: Any) -> list[str]:
+    """One line each for the runs of the ``index`` frame whose judge was simulated and those judged against
+    a server on this machine (the ``simulated`` / ``local_server`` columns): how many, of how many.
+    Empty when there are none."""
+    lines = []
+    for column, sentence in (("simulated", "judged by a SIMULATED judge: generated noise around another "
+                                           "judge's verdicts, not a model's grading"),
+                             ("local_server", "judged against a local server, not the provider: not a real "
+                                              "model's verdicts")):
+        flagged = int(frame[column].eq(True).sum()) if column in frame.columns else 0
+        if flagged:
+            lines.append(f"{flagged} of {len(frame)} run(s) {sentence}")
+    return lines
 
 
 def format_table(rows: list[dict[str, str]], columns: tuple[tuple[str, int], ...]) -> str:
@@ -390,6 +413,8 @@ def _cmd_index(args: argparse.Namespace) -> int:
         print(f"no run folders under {args.root or 'runs'}")
     else:
         print(format_table(index_rows(frame), INDEX_TABLE))
+        for line in index_disclosure_lines(frame):
+            print(line)
         print(f"{len(frame)} run folder(s); --json prints every column (paths, times, hashes, counts, cost, git)")
     return 0
 

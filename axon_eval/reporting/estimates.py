@@ -1,4 +1,4 @@
-"""Figures of study 09 (issue 21): the three estimates side by side, and a trend across runs.
+"""Figures of study 09: the three estimates side by side, and a trend across runs.
 
 Matplotlib figures from the frames of :mod:`axon_eval.stats.estimates` and :mod:`axon_eval.runs.trend`;
 built without ``pyplot`` as :mod:`axon_eval.plots` does; saving is :func:`axon_eval.plots.save_figure`'s job.
@@ -53,12 +53,20 @@ def corrected_figure(corrected: pd.DataFrame, full_labels: dict[str, float] | No
     return fig
 
 
+#: Colour of the label beside a point whose run's judge was simulated or a local server.
+DISCLOSURE_COLOUR = "#b00020"
+
+
 def trend_figure(table: pd.DataFrame, figures: Sequence[str] = ("mean score", "share poor"), *, by: str | None = None,
                  note: str = "") -> Figure:
     """One panel per figure: its estimate per run date with the interval as error bars (shares in %),
-    one line per ``by`` group when given."""
+    one line per ``by`` group when given. A point whose run's judge was simulated or a local server (the
+    trend's ``judge_disclosure`` column, :func:`axon_eval.runs.disclosure.judge_disclosure`) carries that
+    label in red above it, and the title says how many runs are so marked."""
     fig = Figure(figsize=(5.5 * len(figures), 3.8))
     axes = fig.subplots(1, len(figures), squeeze=False)
+    disclosed = table["judge_disclosure"].fillna("").astype(str) if "judge_disclosure" in table.columns \
+        else pd.Series("", index=table.index)
     for ax, figure in zip(axes[0], figures, strict=True):
         sel = table[table["figure"] == figure]
         scale = 100.0 if figure.startswith("share ") else 1.0
@@ -67,11 +75,32 @@ def trend_figure(table: pd.DataFrame, figures: Sequence[str] = ("mean score", "s
             dates = pd.to_datetime(g["run_date"])
             est, lo, hi = (g[c].to_numpy(dtype=float) * scale for c in ("estimate", "lo", "hi"))
             ax.errorbar(dates, est, yerr=[est - lo, hi - est], fmt="o-", capsize=3, label=str(name))
+            for date, value, label in zip(dates, est, disclosed.loc[g.index], strict=True):
+                if label:
+                    ax.annotate(label, (date, value), textcoords="offset points", xytext=(0, 9), ha="center",
+                                fontsize=7, color=DISCLOSURE_COLOUR)
         ax.set_title(figure + (" (%)" if scale == 100 else ""))
         ax.grid(alpha=0.3)
         ax.tick_params(axis="x", rotation=20)
         if by:
             ax.legend(fontsize=8)
-    fig.suptitle("Headline figures per run date, with intervals" + (f" -- {note}" if note else ""), fontsize=10)
+    title = "Headline figures per run date, with intervals" + (f" -- {note}" if note else "")
+    marked = _disclosure_title(table, disclosed)
+    fig.suptitle(title + (f"\n{marked}" if marked else ""), fontsize=10,
+                 color=DISCLOSURE_COLOUR if marked else "black")
     fig.tight_layout()
     return fig
+
+
+def _disclosure_title(table: pd.DataFrame, disclosed: pd.Series) -> str:
+    """``SIMULATED judge: k of n run(s); local server, not the provider: j of n run(s) (marked)``, the
+    parts that apply, or ``""``."""
+    from ..runs.disclosure import LOCAL_SERVER_LABEL, SIMULATED_LABEL
+
+    if "run_dir" not in table.columns:
+        return ""
+    labels = disclosed.groupby(table["run_dir"], sort=False).first()
+    parts = [f"{what}: {int(labels.str.contains(text, regex=False).sum())} of {len(labels)} run(s)"
+             for what, text in ((f"{SIMULATED_LABEL} judge", SIMULATED_LABEL), (LOCAL_SERVER_LABEL, LOCAL_SERVER_LABEL))
+             if labels.str.contains(text, regex=False).any()]
+    return "; ".join(parts) + " (marked)" if parts else ""

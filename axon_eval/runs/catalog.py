@@ -2,6 +2,11 @@
 
 ``index(root)`` reads only ``manifest.json`` (and ``study.json`` when present) of each folder. A folder
 whose manifest cannot be read is listed with ``status == "unreadable"`` and the reason, never skipped.
+
+Every run says what its judge was not (:func:`axon_eval.runs.disclosure.judge_disclosure`): ``simulated``
+is true for a simulated judge's run (or a study that says so), ``local_server`` for a run judged against a
+server on this machine instead of the provider, and ``judge_disclosure`` is the text shown beside the run
+(``"SIMULATED"``, ``"local server, not the provider"``, both, or ``""``).
 """
 
 from __future__ import annotations
@@ -11,19 +16,23 @@ from pathlib import Path
 
 import pandas as pd
 
+from .disclosure import judge_disclosure
 from .io import default_runs_dir
 from .manifest import RunManifest
 
 INDEX_COLUMNS: tuple[str, ...] = (
     "run_id", "path", "started_at", "ended_at", "kind", "name", "status", "judge_id", "judge_local",
     "rubric_id", "rubric_name", "turns_file", "turns_sha256", "segments", "judged", "unjudged", "invalid",
-    "samples", "cost_usd", "git_commit", "git_dirty", "source_run", "study", "simulated", "error",
+    "samples", "cost_usd", "git_commit", "git_dirty", "source_run", "study", "simulated", "local_server",
+    "judge_disclosure", "error",
 )
 
 
 def index(root: str | Path | None = None) -> pd.DataFrame:
     """One row per run folder directly under ``root`` (default ``$AXON_EVAL_RUNS_DIR`` or ``runs``),
-    newest first, with the columns :data:`INDEX_COLUMNS`. Hidden folders (``.cache``) are skipped."""
+    newest first, with the columns :data:`INDEX_COLUMNS`. Hidden folders (``.cache``) are skipped.
+    ``simulated``, ``local_server`` and ``judge_disclosure`` are the run's
+    :func:`~axon_eval.runs.disclosure.judge_disclosure` (from its manifest and ``study.json``)."""
     base = Path(root) if root is not None else default_runs_dir()
     rows = []
     if base.is_dir():
@@ -45,13 +54,18 @@ def index(root: str | Path | None = None) -> pd.DataFrame:
                 invalid=m.counts.invalid, samples=m.counts.samples, cost_usd=m.cost_usd, git_commit=m.git_commit,
                 git_dirty=m.git_dirty, source_run=m.source_run, error=m.error,
             )
+            study_simulated = None
             study_path = folder / "study.json"
             if study_path.exists():
                 try:
                     study = json.loads(study_path.read_text(encoding="utf-8"))
-                    row.update(study=study.get("study"), simulated=study.get("simulated"))
+                    row.update(study=study.get("study"))
+                    study_simulated = study.get("simulated")
                 except (OSError, ValueError) as exc:
                     row.update(study="unreadable", error=f"study.json: {exc}")
+            disclosure = judge_disclosure({**m.model_dump(mode="json"), "simulated": study_simulated})
+            row.update(simulated=disclosure.simulated, local_server=disclosure.local_server,
+                       judge_disclosure=disclosure.label)
             rows.append(row)
     frame = pd.DataFrame(rows, columns=list(INDEX_COLUMNS))
     return frame.sort_values("run_id", ascending=False, ignore_index=True)

@@ -1,5 +1,5 @@
-"""Trends across runs (issue 21 section 5): every headline figure per run date, with its interval,
-read through DuckDB from any set of run folders without copying them.
+"""Trends across runs: every headline figure per run date, with its interval, read through DuckDB from
+any set of run folders without copying them.
 
 :func:`open_runs` reads each folder's ``manifest.json`` (small) into a table ``manifests`` and makes one
 SQL view, ``trend_results``, over all their ``results.parquet`` files at once
@@ -11,10 +11,17 @@ ids differ -- a trend across a judge change measures the change, not the assista
 (:func:`axon_eval.stats.intervals.headline_table`: cluster bootstrap over turns for means, Wilson
 for shares of independent units; one seed for every run, recorded). ``attrs["read_seconds"]`` is the
 time DuckDB took to read the rows.
+
+Every run says what its judge was not (:func:`axon_eval.runs.disclosure.judge_disclosure`): each row of
+the trend carries its run's ``simulated``, ``local_server`` and ``judge_disclosure`` (``"SIMULATED"``,
+``"local server, not the provider"``, both, or ``""``); :func:`wide` shows the disclosure beside each
+run and :func:`format_trend` starts with a line naming the runs of a simulated judge or a local server
+(:func:`disclosure_headlines`).
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -24,6 +31,7 @@ import pandas as pd
 
 from ..stats.intervals import CONFIDENCE, INTERVAL_COVERS, N_BOOT, SEED, format_value, headline_table
 from ..summaries import MixedResultsError
+from .disclosure import judge_disclosure
 from .manifest import RunManifest
 
 #: Columns read from every results.parquet (the rest stay on disk).
@@ -34,12 +42,28 @@ TREND_COLUMNS: tuple[str, ...] = (
 #: The groupings a trend may be broken down by.
 TREND_BY: tuple[str, ...] = ("surface", "region", "client")
 MANIFEST_COLUMNS: tuple[str, ...] = ("run_id", "run_dir", "results_file", "run_date", "status", "judge_id",
-                                     "prompt_version", "rubric_id", "judge_endpoint", "n_segments")
+                                     "prompt_version", "rubric_id", "judge_endpoint", "n_segments", "simulated",
+                                     "local_server", "judge_disclosure")
+#: The columns of :data:`MANIFEST_COLUMNS` that every trend row carries from its run.
+DISCLOSURE_COLUMNS: tuple[str, ...] = ("simulated", "local_server", "judge_disclosure")
+
+
+def _study_simulated(folder: Path) -> Any:
+    """The ``simulated`` flag of the folder's ``study.json`` (a study run), or ``None`` without one."""
+    path = folder / "study.json"
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("simulated")
+    except (OSError, ValueError, AttributeError) as exc:
+        raise ValueError(f"{path} is unreadable: {exc}") from None
 
 
 def run_manifests(run_dirs: Iterable[str | Path]) -> pd.DataFrame:
-    """One row per run folder (:data:`MANIFEST_COLUMNS`), in run-date order. A folder without a manifest
-    or a ``results.parquet`` is a ValueError naming it."""
+    """One row per run folder (:data:`MANIFEST_COLUMNS`), in run-date order; ``simulated``,
+    ``local_server`` and ``judge_disclosure`` are the run's
+    :func:`~axon_eval.runs.disclosure.judge_disclosure` (from its manifest and ``study.json``). A folder
+    without a manifest or a ``results.parquet`` is a ValueError naming it."""
     rows = []
     for d in run_dirs:
         folder = Path(d)
@@ -47,10 +71,13 @@ def run_manifests(run_dirs: Iterable[str | Path]) -> pd.DataFrame:
         if not results.is_file():
             raise ValueError(f"{folder} is not a run folder with results: no results.parquet")
         m = RunManifest.read(folder)
+        disclosure = judge_disclosure({**m.model_dump(mode="json"), "simulated": _study_simulated(folder)})
         rows.append({"run_id": m.run_id, "run_dir": str(folder), "results_file": str(results.resolve()),
                      "run_date": m.started_at, "status": m.status, "judge_id": m.judge_id,
                      "prompt_version": m.prompt_version, "rubric_id": m.rubric_id,
-                     "judge_endpoint": m.judge_endpoint, "n_segments": m.counts.segments})
+                     "judge_endpoint": m.judge_endpoint, "n_segments": m.counts.segments,
+                     "simulated": disclosure.simulated, "local_server": disclosure.local_server,
+                     "judge_disclosure": disclosure.label})
     if not rows:
         raise ValueError("no run folders given: a trend needs at least one run")
     out = pd.DataFrame(rows, columns=list(MANIFEST_COLUMNS))
@@ -132,10 +159,12 @@ def trend(run_dirs: Iterable[str | Path], *, by: str | None = None, allow_mixed:
           n_boot: int = N_BOOT, seed: int | None = SEED, confidence: float = CONFIDENCE) -> pd.DataFrame:
     """Every headline figure of every run (and ``by`` group), one row each: ``run_dir``, ``run_id``, ``run_date``,
     [``by``], ``figure``, ``kind``, ``estimate``, ``lo``, ``hi``, ``n``, ``n_clusters``, ``method``,
-    ``note``; shares as fractions. Raises :class:`~axon_eval.summaries.MixedResultsError` when the runs
-    mix judge, prompt or rubric ids, unless ``allow_mixed`` (then ``attrs["mixed"]`` says what is
-    mixed). ``attrs``: ``read_seconds``, ``n_runs``, ``n_rows``, ``covers``, ``seed``, ``n_boot``,
-    ``confidence``, ``mixed``."""
+    ``note``, and the run's ``simulated``, ``local_server`` and ``judge_disclosure``; shares as fractions.
+    Raises :class:`~axon_eval.summaries.MixedResultsError` when the runs mix judge, prompt or rubric ids,
+    unless ``allow_mixed`` (then ``attrs["mixed"]`` says what is mixed). ``attrs``: ``read_seconds``,
+    ``n_runs``, ``n_rows``, ``covers``, ``seed``, ``n_boot``, ``confidence``, ``mixed``, ``by``, and
+    ``simulated_runs`` / ``local_server_runs`` (the run ids of a simulated judge / a local server, in
+    run-date order)."""
     if by is not None and by not in TREND_BY:
         raise ValueError(f"by must be one of {TREND_BY} or None, got {by!r}")
     groups = (by,) if by else ()
@@ -148,18 +177,22 @@ def trend(run_dirs: Iterable[str | Path], *, by: str | None = None, allow_mixed:
         parts.append(table.assign(**dict(zip(keys, key, strict=True))))
     columns = [*keys, "figure", "kind", "estimate", "lo", "hi", "n", "n_clusters", "method", "note"]
     out = pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
+    out = out.join(manifests.set_index("run_dir")[list(DISCLOSURE_COLUMNS)], on="run_dir")
     order = {r: i for i, r in enumerate(manifests["run_dir"])}
     out = out.assign(_order=out["run_dir"].map(order)).sort_values(["_order", *groups], kind="stable") \
         .drop(columns="_order").reset_index(drop=True)
     out.attrs.update({"read_seconds": read_seconds, "n_runs": len(manifests), "n_rows": len(rows),
                       "covers": INTERVAL_COVERS, "seed": seed, "n_boot": n_boot, "confidence": confidence,
-                      "mixed": "; ".join(problems) if problems else None, "by": by})
+                      "mixed": "; ".join(problems) if problems else None, "by": by,
+                      "simulated_runs": manifests.loc[manifests["simulated"], "run_id"].tolist(),
+                      "local_server_runs": manifests.loc[manifests["local_server"], "run_id"].tolist()})
     return out
 
 
 def wide(table: pd.DataFrame, figures: Sequence[str] = ("mean score", "share good", "share partial", "share poor")) -> pd.DataFrame:
     """A table for people: one row per run (and group), one column per figure as ``estimate (lo to hi)``
-    (shares as percentages), and n."""
+    (shares as percentages), n, and ``judge_disclosure`` (``"SIMULATED"``, ``"local server, not the
+    provider"``, both, or ``""``) when the trend carries it."""
     keys = [c for c in ("run_dir", "run_id", "run_date", *TREND_BY) if c in table.columns]
     sel = table[table["figure"].isin(figures)].copy()
     sel["text"] = [
@@ -170,12 +203,50 @@ def wide(table: pd.DataFrame, figures: Sequence[str] = ("mean score", "share goo
     out = sel.pivot_table(index=keys, columns="figure", values="text", aggfunc="first", sort=False)[list(figures)]
     n = sel[sel["figure"] == figures[0]].set_index(keys)["n"]
     out["n"] = n
-    return out.reset_index()
+    out = out.reset_index()
+    if "judge_disclosure" in table.columns and "run_dir" in out.columns:
+        label = table.drop_duplicates("run_dir").set_index("run_dir")["judge_disclosure"]
+        out["judge_disclosure"] = out["run_dir"].map(label).fillna("")
+    return out
+
+
+#: How many run ids a headline of :func:`disclosure_headlines` names before ``and N more``.
+HEADLINE_RUNS_SHOWN = 5
+
+
+def _named(run_ids: Sequence[str]) -> str:
+    shown = ", ".join(run_ids[:HEADLINE_RUNS_SHOWN])
+    more = len(run_ids) - HEADLINE_RUNS_SHOWN
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def disclosure_headlines(table: pd.DataFrame) -> list[str]:
+    """The headline lines of a trend (from ``attrs["simulated_runs"]`` / ``attrs["local_server_runs"]``,
+    see :func:`trend`): one saying how many of its runs a SIMULATED judge judged and which, one saying how
+    many were judged against a local server instead of the provider and which. Empty when neither."""
+    a = table.attrs
+    n_runs = a.get("n_runs", "?")
+    lines = []
+    simulated = list(a.get("simulated_runs") or ())
+    if simulated:
+        lines.append(f"SIMULATED: {len(simulated)} of {n_runs} run(s) in this trend were judged by a simulated "
+                     f"judge (generated noise around another judge's verdicts, not a model's grading): "
+                     f"{_named(simulated)}")
+    local = list(a.get("local_server_runs") or ())
+    if local:
+        lines.append(f"LOCAL SERVER: {len(local)} of {n_runs} run(s) in this trend were judged against a local "
+                     f"server, not the provider (not a real model's verdicts): {_named(local)}")
+    return lines
 
 
 def format_trend(table: pd.DataFrame) -> str:
-    """The trend as text for the CLI: the wide table, how long the read took, and what intervals cover."""
-    lines = [wide(table).drop(columns="run_dir", errors="ignore").to_string(index=False)]
+    """The trend as text for the CLI: the headlines of a simulated judge or a local server
+    (:func:`disclosure_headlines`), the wide table (with the ``judge_disclosure`` column when a run has
+    one), how long the read took, and what intervals cover."""
+    people = wide(table).drop(columns="run_dir", errors="ignore")
+    if "judge_disclosure" in people.columns and not people["judge_disclosure"].astype(bool).any():
+        people = people.drop(columns="judge_disclosure")
+    lines = [*disclosure_headlines(table), people.to_string(index=False)]
     a = table.attrs
     if a.get("mixed"):
         lines.append(f"MIXED RUNS: {a['mixed']} (joined because allow_mixed was set)")
