@@ -599,7 +599,7 @@ def test_compare_names_rows_by_segment_and_sample_and_shows_numbers_for_people(t
     assert changed and all(re.fullmatch(r"  segment t\d{3}(#\d)?, sample [01]: [+-][\d.]+", line) for line in changed)
     assert "#0" not in text and "#1:" not in text and "None" not in text
     assert not re.search(r"\de[-+]\d", text), "no scientific notation"
-    assert re.search(r"band changes: \d+ of 30 \(\d+(\.\d)?%\)", text)
+    assert re.search(r"band changes: \d+ of 15 segments \(\d+(\.\d)?%\)", text)  # 30 rows, 2 samples each
     # one sample per segment: rows are named by segment only
     single = compare_runs(run_eval(evidence, ScriptedJudge(), tmp_path / "c").run_dir,
                           run_eval(evidence, ScriptedJudge(offset=1), tmp_path / "d").run_dir).format()

@@ -1,7 +1,7 @@
 """Command line: ``python -m axon_eval <verb> ...``; the parser of every verb group and :func:`main`.
 
 Verb groups, one module each: :mod:`.evidence` (``schema``, ``validate``), :mod:`.runs` (the run verbs; it
-documents the exit codes), :mod:`.drift` (``anchor``, ``drift``), :mod:`.labelling`
+documents the exit codes), :mod:`.compare` (``compare``, ``gate``), :mod:`.drift` (``anchor``, ``drift``), :mod:`.labelling`
 (``sample-for-labelling``, ``import-labels``), :mod:`.importers` (``import-traces``, ``export-otlp``),
 :mod:`.reference` (``grade-reference``). Output piped into a program that stops reading early (``| head``)
 ends quietly.
@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from . import drift, evidence, importers, labelling, reference, runs, trend
+from . import compare, drift, evidence, importers, labelling, reference, runs, trend
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -25,7 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="axon_eval: evaluate captured text-to-SQL assistant turns (offline by default).")
     sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     evidence.register(sub)  # schema, validate
-    runs.register(sub)  # run, evaluate, rejudge, rescore, report, rerun, compare, index, fake-judge-server
+    runs.register(sub)  # run, evaluate, rejudge, rescore, report, rerun, index, fake-judge-server
+    compare.register(sub)  # compare, gate (decisions on interval bounds)
     drift.register(sub)  # anchor, drift (judge change control)
     labelling.register(sub)  # sample-for-labelling, import-labels
     trend.register(sub)  # trend (headline figures per run through DuckDB)

@@ -1,5 +1,5 @@
 """Run verbs of ``python -m axon_eval``: ``run``, ``evaluate``, ``rejudge``, ``rescore``, ``report``,
-``rerun``, ``compare``, ``index`` and ``fake-judge-server``.
+``rerun``, ``index`` and ``fake-judge-server`` (``compare`` and ``gate``: :mod:`.compare`).
 
 ``run NOTEBOOK [-p NAME VALUE ...] [-f params.yaml ...]``
     execute a notebook with papermill into a new dated run folder and export it to HTML
@@ -9,14 +9,14 @@
 ``rescore RUN --rubric FILE|NAME``    the stored verdicts scored under another rubric, as a new run
 ``report RUN``    write ``report.html`` (the audit report) into the run folder
 ``rerun RUN``     execute a run again from its own folder and say whether the results are identical
-``compare RUN_A RUN_B``    matched segments, band transitions, deltas, tests; writes a compare folder
 ``index [ROOT]``  every run folder's manifest as one table
 ``fake-judge-server``    the local fake Anthropic/OpenAI server the tests use, to rehearse a paid run
 
 Exit status (:mod:`axon_eval.runs.manifest`): 0 every segment judged; 1 the run or notebook raised
 (the folder is kept and marked failed); 2 usage error (bad spec, unknown parameter, missing file, ...;
 nothing written); 3 some segments unjudged (``partial``); 4 none judged; 5 the input holds no valid
-turn; 6 ``--strict`` and some input line is invalid. ``rerun`` returns 7 when the results differ.
+turn; 6 ``--strict`` and some input line is invalid. ``rerun`` returns 7 when the results differ; a
+failed gate (``gate``, ``compare --fail-on-regression``) returns 8.
 Heavy modules are imported inside the handlers so ``schema``/``validate`` stay fast.
 """
 
@@ -320,25 +320,6 @@ def _cmd_rerun(args: argparse.Namespace) -> int:
     return code
 
 
-def _cmd_compare(args: argparse.Namespace) -> int:
-    from ..runs import compare_runs
-    from ..reporting.comparison import write_comparison
-
-    try:
-        comparison = compare_runs(args.run_a, args.run_b, allow_different_evidence=args.allow_different_evidence,
-                                  n_boot=args.n_boot, seed=args.seed)
-    except _USAGE_ERRORS as exc:
-        return _usage_error(exc)
-    print(comparison.format(top=args.top))
-    from ..runs.paired_compare import paired_lines  # band test, Holm-adjusted p-values
-
-    print("\n".join(paired_lines(args.run_a, args.run_b, n_boot=args.n_boot, seed=args.seed)))
-    if not args.no_write:
-        folder = write_comparison(comparison, args.out)
-        print(f"comparison folder: {folder} (compare.html)")
-    return 0
-
-
 #: ``index`` columns: (heading, width limit); ``--json`` prints every column of :func:`axon_eval.runs.index`.
 INDEX_TABLE = (("run", 80), ("kind", 9), ("status", 10), ("judge", 28), ("rubric", 18), ("judged", 14),
                ("note", 80))
@@ -533,18 +514,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="judge every verdict again (an empty cache; the shared verdict cache is not touched)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(handler=_cmd_rerun)
-
-    p = sub.add_parser("compare", help="compare two runs: band transitions, deltas, bootstrap CI, Wilcoxon")
-    p.add_argument("run_a", help="baseline run folder (A)")
-    p.add_argument("run_b", help="run folder compared against A (B)")
-    p.add_argument("--allow-different-evidence", action="store_true",
-                   help="compare runs over different evidence files")
-    p.add_argument("--out", default=None, help="parent of the comparison folder (default: B's parent)")
-    p.add_argument("--no-write", action="store_true", help="print only; write no comparison folder")
-    p.add_argument("--top", type=_non_negative_int, default=10, help="largest changes to print")
-    p.add_argument("--n-boot", type=_positive_int, default=2000, help="bootstrap resamples (default 2000)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    p.set_defaults(handler=_cmd_compare)
 
     p = sub.add_parser("index", help="list every run folder (date, judge, rubric, counts, status)")
     p.add_argument("root", nargs="?", default=None, help="folder of runs (default $AXON_EVAL_RUNS_DIR or runs/)")

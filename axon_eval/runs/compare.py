@@ -1,21 +1,24 @@
 """Two runs side by side: which segments moved, by how much, across which band edges, and whether by chance.
 
-Matching: rows are matched on ``(segment_id, sample_index)``. Only rows judged in both runs enter the
-statistics; rows unjudged on either side and rows present in one run only are listed, never dropped.
+The statistics are :mod:`axon_eval.stats.paired`'s (the one paired comparison of the workbench): the
+runs are paired on a key (``segment_id`` by default; ``pair_by="question"`` for two agent versions that
+answered the same questions), a repeated run's samples averaged per segment, and
 
-For matched judged rows with scores ``a_i`` (run A) and ``b_i`` (run B), ``delta_i = b_i - a_i`` (points):
+* the mean score difference B - A with its turn-clustered bootstrap percentile interval (seeded);
+* the signed-rank test of the score differences (zeros dropped, exact p-value; ``None`` when every
+  difference is zero);
+* the band transition matrix (rows: band in A, columns: band in B, all three bands always shown) and its
+  marginal-homogeneity test, and each dimension's signed-rank test with Holm-adjusted p-values.
 
-* mean delta with a percentile bootstrap confidence interval (``scipy.stats.bootstrap``, ``n_boot``
-  resamples, seeded; BCa is avoided because it is undefined when every delta is equal);
-* Wilcoxon signed-rank test of ``delta`` against 0 (``scipy.stats.wilcoxon``, two-sided, zero
-  differences dropped -- the ``"wilcox"`` convention); ``None`` when every delta is zero;
-* the band transition matrix (rows: band in A, columns: band in B, all three bands always shown);
-* per-segment deltas, largest ``|delta|`` first, each with the arithmetic of both sides
-  (``10 * sum(w_d s_d) / sum(w_d)``, then the caps that applied) so a reader can retrace both scores.
+This module adds what needs the run folders: matching rows on ``(key, sample_index)`` (rows unjudged on
+either side and rows present in one run only are listed, never dropped), the per-row deltas, largest
+``|delta|`` first, each with the arithmetic of both sides (``10 * sum(w_d s_d) / sum(w_d)``, then the
+caps that applied) so a reader can retrace both scores, and the judges' disclosure (SIMULATED, or a local
+server rather than the provider).
 
 ``identical`` is true when nothing is unmatched, every status agrees and every matched row has the same
 four subscores, score and band. Runs over different evidence files (SHA-256 of the recorded
-``turns_file``) are refused unless ``allow_different_evidence=True``.
+``turns_file``) are refused unless ``allow_different_evidence=True`` or they are paired by another key.
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ import pandas as pd
 
 from ..display import fmt_number, fmt_share
 from ..rubric import BANDS, DIMENSIONS, Rubric
+from ..stats.intervals import CONFIDENCE, N_BOOT, SEED
+from ..stats.paired import PAIR_BY, PairedComparison
+from .disclosure import judge_disclosure
 from .io import to_jsonable
 from .load import Run, load_run
 from .manifest import RunManifest
@@ -96,6 +102,24 @@ class RunComparison:
     n_boot: int
     confidence: float = 0.95
     notes: list[str] = field(default_factory=list)
+    paired: PairedComparison | None = None
+    pair_by: str = PAIR_BY
+    disclosure_a: str = ""
+    disclosure_b: str = ""
+    corrected: pd.DataFrame | None = None
+
+    @property
+    def simulated(self) -> bool:
+        """A side's judge is simulated: every output says SIMULATED."""
+        return "SIMULATED" in self.disclosure_a or "SIMULATED" in self.disclosure_b
+
+    def disclosure_lines(self) -> list[str]:
+        """One loud line per side whose judge is simulated or ran against a local server (else none)."""
+        return [f"{side}: {text.upper() if text == 'SIMULATED' else text} -- judge "
+                f"{judge or 'not recorded'}" + (" (its differences are simulated, not measured)" if "SIMULATED" in text
+                                                else "")
+                for side, text, judge in (("A", self.disclosure_a, self.judge_a), ("B", self.disclosure_b, self.judge_b))
+                if text]
 
     def to_json(self) -> dict[str, Any]:
         """The headline figures (JSON-safe)."""
@@ -110,7 +134,10 @@ class RunComparison:
             "unmatched_a": self.unmatched_a, "unmatched_b": self.unmatched_b,
             "unjudged": self.unjudged[KEY].to_dict(orient="records") if len(self.unjudged) else [],
             "identical": self.identical, "seed": self.seed, "n_boot": self.n_boot, "confidence": self.confidence,
-            "notes": self.notes,
+            "notes": self.notes, "pair_by": self.pair_by, "simulated": self.simulated,
+            "disclosure_a": self.disclosure_a or None, "disclosure_b": self.disclosure_b or None,
+            "paired": paired_json(self.paired) if self.paired is not None else None,
+            "corrected": self.corrected.to_dict(orient="records") if self.corrected is not None else None,
         })
 
     def format(self, top: int = 10) -> str:
@@ -120,7 +147,8 @@ class RunComparison:
         def judge_rubric(judge: str | None, rubric: str | None) -> str:
             return f"[judge {judge or 'not recorded'} | rubric {rubric or 'not recorded'}]"
 
-        lines = [f"A: {self.run_a}  {judge_rubric(self.judge_a, self.rubric_a)}",
+        lines = [*self.disclosure_lines(),
+                 f"A: {self.run_a}  {judge_rubric(self.judge_a, self.rubric_a)}",
                  f"B: {self.run_b}  {judge_rubric(self.judge_b, self.rubric_b)}",
                  f"matched rows: {self.n_matched}; compared (judged in both): {self.n_compared}; "
                  f"only in A: {len(self.unmatched_a)}; only in B: {len(self.unmatched_b)}; "
@@ -129,10 +157,12 @@ class RunComparison:
             ci = (f" ({fmt_share(self.confidence)} CI {signed(self.mean_delta_ci[0])} to "
                   f"{signed(self.mean_delta_ci[1])})" if self.mean_delta_ci else "")
             p = "not defined (every delta is 0)" if self.wilcoxon_p is None else p_value(self.wilcoxon_p)
-            lines.append(f"mean delta B-A: {signed(self.mean_delta)} points{ci}; largest |delta| "
-                         f"{fmt_number(self.max_abs_delta, 3, max_decimals=2)}; Wilcoxon p {p}")
-        share = f" ({fmt_share(self.n_band_changes / self.n_compared)})" if self.n_compared else ""
-        lines.append(f"band changes: {self.n_band_changes} of {self.n_compared}{share}")
+            unit = " (turns resampled)" if self.mean_delta_ci else ""
+            lines.append(f"mean delta B-A: {signed(self.mean_delta)} points{ci}{unit}; largest |delta| "
+                         f"{fmt_number(self.max_abs_delta, 3, max_decimals=2)}; signed-rank p {p}")
+        n_units = self.paired.n_pairs if self.paired is not None else self.n_compared
+        share = f" ({fmt_share(self.n_band_changes / n_units)})" if n_units else ""
+        lines.append(f"band changes: {self.n_band_changes} of {n_units} segments{share}")
         lines.append("band transitions (rows A, columns B):")
         lines.extend("  " + line for line in self.transitions.to_string().splitlines())
         moved = self.deltas[self.deltas["delta"] != 0].head(top)
@@ -147,6 +177,18 @@ class RunComparison:
         lines.extend(f"note: {n}" for n in self.notes)
         lines.append("IDENTICAL" if self.identical else "NOT identical")
         return "\n".join(lines)
+
+
+def paired_json(p: PairedComparison) -> dict[str, Any]:
+    """The paired tests as plain JSON types (the verdict, band test, score test, dimensions, shares)."""
+    from dataclasses import asdict
+
+    return to_jsonable({
+        "verdict": p.verdict, "reasons": list(p.reasons), "n_pairs": p.n_pairs, "pair_by": p.pair_by,
+        "band_test": asdict(p.band_test), "bowker": asdict(p.bowker) if p.bowker is not None else None,
+        "score_test": asdict(p.score_test), "dimensions": p.dimensions.to_dict(orient="records"),
+        "differences": p.shares.to_dict(orient="records"), "alpha": p.alpha, "confidence": p.confidence,
+    })
 
 
 def row_name(segment_id: Any, sample_index: Any, several_samples: bool) -> str:
@@ -172,9 +214,17 @@ def _evidence_hash(m: RunManifest) -> str | None:
 
 
 def compare_runs(a: str | Path | Run, b: str | Path | Run, *, allow_different_evidence: bool = False,
-                 n_boot: int = 2000, seed: int = 0, confidence: float = 0.95) -> RunComparison:
-    """Compare run ``b`` against run ``a`` (folders or loaded runs); see the module docstring."""
-    from scipy import stats
+                 n_boot: int = N_BOOT, seed: int = SEED, confidence: float = CONFIDENCE,
+                 pair_by: str = PAIR_BY) -> RunComparison:
+    """Compare run ``b`` against run ``a`` (folders or loaded runs); see the module docstring.
+
+    Every statistic (mean difference and its turn-clustered interval, the signed-rank tests, the band
+    transitions and their test) is :func:`axon_eval.stats.paired.compare_runs`'s, the one paired
+    comparison of the workbench; this function adds the run folders' identity, the row listing and the
+    evidence check. ``pair_by`` names the key that pairs the runs (``segment_id``: the same captured
+    segment; ``question``: two agent versions answering the same questions, over different evidence).
+    """
+    from ..stats.paired import compare_runs as paired_compare
 
     run_a = a if isinstance(a, Run) else load_run(a)
     run_b = b if isinstance(b, Run) else load_run(b)
@@ -184,12 +234,18 @@ def compare_runs(a: str | Path | Run, b: str | Path | Run, *, allow_different_ev
     if not same:
         message = (f"runs read different evidence (A: {run_a.manifest.turns_file} sha256 {str(ha)[:12]}, "
                    f"B: {run_b.manifest.turns_file} sha256 {str(hb)[:12]})")
-        if not allow_different_evidence:
+        if not allow_different_evidence and pair_by == PAIR_BY:
             raise ValueError(message + "; pass allow_different_evidence=True (--allow-different-evidence) to "
-                             "compare them anyway")
+                             "compare them anyway, or pair them by a shared key (--pair-by question)")
         notes.append(message)
     ra, rb = run_a.results, run_b.results
-    merged = ra.merge(rb, on=KEY, how="outer", suffixes=("_a", "_b"), indicator=True)
+    key = [pair_by, "sample_index"]
+    for label, frame in (("A", ra), ("B", rb)):
+        if pair_by not in frame.columns:
+            raise ValueError(f"run {label} has no column {pair_by!r} to pair by; it has {sorted(frame.columns)}")
+    merged = ra.merge(rb, on=key, how="outer", suffixes=("_a", "_b"), indicator=True)
+    if pair_by != "segment_id":
+        merged["segment_id"] = merged["segment_id_a"].fillna(merged["segment_id_b"])
     only_a = merged.loc[merged["_merge"] == "left_only", "segment_id"].astype(str).tolist()
     only_b = merged.loc[merged["_merge"] == "right_only", "segment_id"].astype(str).tolist()
     both = merged[merged["_merge"] == "both"].copy()
@@ -204,35 +260,40 @@ def compare_runs(a: str | Path | Run, b: str | Path | Run, *, allow_different_ev
     cmp = cmp.sort_values(["abs_delta", "segment_id"], ascending=[False, True], ignore_index=True)
     columns = [*KEY, "delta", "score_a", "score_b", "band_a", "band_b",
                *[f"{d}_{s}" for d in DIMENSIONS for s in ("a", "b")], "arithmetic_a", "arithmetic_b"]
+    if pair_by != "segment_id":
+        columns = [*KEY, pair_by, "segment_id_b", *columns[len(KEY):]]
     deltas = cmp[columns].reset_index(drop=True)
-    transitions = pd.crosstab(pd.Categorical(cmp["band_a"], categories=list(BANDS)),
-                              pd.Categorical(cmp["band_b"], categories=list(BANDS)), dropna=False)
-    transitions.index.name, transitions.columns.name = "A", "B"
-    transitions = transitions.reindex(index=list(BANDS), columns=list(BANDS), fill_value=0)
 
+    paired = None
+    if len(cmp) >= 2:
+        paired = paired_compare(ra, rb, rub_a, label_a="A", label_b="B", alpha=round(1 - confidence, 12),
+                                n_boot=n_boot, seed=seed, pair_by=pair_by, rubric_b=rub_b)
+        notes.extend(paired.notes)
     d = cmp["delta"].to_numpy(dtype=float)
     mean = ci = w_stat = w_p = max_abs = None
     if len(d):
-        mean, max_abs = float(d.mean()), float(np.abs(d).max())
-        if len(d) >= 2 and np.ptp(d) > 0:
-            res = stats.bootstrap((d,), np.mean, n_resamples=n_boot, confidence_level=confidence,
-                                  method="percentile", random_state=np.random.default_rng(seed))
-            ci = (float(res.confidence_interval.low), float(res.confidence_interval.high))
-        else:
-            ci = (mean, mean)
-        nonzero = d[d != 0]
-        if len(nonzero):
-            # zero differences are dropped first (Wilcoxon's own convention), so the exact/approximate
-            # choice of scipy depends on the non-zero count only
-            w = stats.wilcoxon(nonzero, alternative="two-sided")
-            w_stat, w_p = float(w.statistic), float(w.pvalue)
+        max_abs = float(np.abs(d).max())
+    if paired is not None:
+        md = paired.mean_difference
+        mean, ci = md.estimate, (md.lo, md.hi)
+        if paired.score_test.n_nonzero:
+            w_stat, w_p = paired.score_test.statistic, paired.score_test.pvalue
+        transitions = paired.transition.copy()
+    else:
+        if len(d):
+            mean, ci = float(d.mean()), (float(d.mean()), float(d.mean()))
+        transitions = pd.crosstab(pd.Categorical(cmp["band_a"], categories=list(BANDS)),
+                                  pd.Categorical(cmp["band_b"], categories=list(BANDS)), dropna=False)
+        transitions = transitions.reindex(index=list(BANDS), columns=list(BANDS), fill_value=0)
+    transitions.index.name, transitions.columns.name = "A", "B"
     same_subscores = True
     for dim in DIMENSIONS:
         x, y = cmp[f"{dim}_a"].to_numpy(dtype=float), cmp[f"{dim}_b"].to_numpy(dtype=float)
         same_subscores &= bool(np.array_equal(x, y, equal_nan=True))
-    band_changes = int((cmp["band_a"].astype(str) != cmp["band_b"].astype(str)).sum())
+    band_changes = int(transitions.to_numpy().sum() - np.trace(transitions.to_numpy()))
+    row_band_changes = int((cmp["band_a"].astype(str) != cmp["band_b"].astype(str)).sum())
     statuses_agree = bool((both["status_a"] == both["status_b"]).all())
-    identical = (not only_a and not only_b and statuses_agree and same_subscores and band_changes == 0
+    identical = (not only_a and not only_b and statuses_agree and same_subscores and row_band_changes == 0
                  and bool(np.all(d == 0)))
     return RunComparison(
         run_a=str(run_a.run_dir), run_b=str(run_b.run_dir), judge_a=run_a.manifest.judge_id,
@@ -240,5 +301,6 @@ def compare_runs(a: str | Path | Run, b: str | Path | Run, *, allow_different_ev
         same_evidence=same, n_matched=len(both), n_compared=len(cmp), deltas=deltas, transitions=transitions,
         unmatched_a=only_a, unmatched_b=only_b, unjudged=unjudged, mean_delta=mean, mean_delta_ci=ci,
         max_abs_delta=max_abs, n_band_changes=band_changes, wilcoxon_statistic=w_stat, wilcoxon_p=w_p,
-        identical=identical, seed=seed, n_boot=n_boot, confidence=confidence, notes=notes)
-
+        identical=identical, seed=seed, n_boot=n_boot, confidence=confidence, notes=notes, paired=paired,
+        pair_by=pair_by, disclosure_a=judge_disclosure(run_a.manifest).label,
+        disclosure_b=judge_disclosure(run_b.manifest).label)

@@ -1,0 +1,134 @@
+"""Human labels applied to decisions: the corrected difference of two runs and a run's corrected figures.
+
+The statistics are pure (:mod:`axon_eval.stats.difference`, :mod:`axon_eval.stats.estimates`); this
+module reads what they need from run folders and labels files, so that ``compare``, ``gate`` and the API
+share one path:
+
+* :func:`run_labels` reads a labels file (a constructed labels CSV, an imported labels CSV, or a
+  labelling pack folder with its ``design.json``) against one run, with every bad row reported;
+* :func:`corrected_comparison` gives the human-corrected difference B - A of the headline figures of a
+  :class:`~axon_eval.runs.compare.RunComparison` (paired on the comparison's key, or independent);
+* :func:`corrected_headlines` gives one run's PPI++ intervals for ``gate --corrected``, refusing a
+  calibration record that is stale for the run or cannot be checked.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..rubric import Rubric
+from ..runs.load import Run, load_run
+from ..stats.calibration_record import CalibrationRecord, staleness
+from ..stats.difference import corrected_differences
+from ..stats.estimates import corrected_study, human_values
+from ..stats.intervals import CONFIDENCE, N_BOOT, SEED, headline_segments
+from . import labelling
+
+
+class StaleCalibrationError(ValueError):
+    """A calibration record that does not apply to the run (another judge, prompt or rubric)."""
+
+
+@dataclass(frozen=True)
+class RunLabels:
+    """A run's labels: the tidy per-rater ``labels``, the per-segment ``human`` values (scored by the
+    run's rubric), the ``design`` weights of a labelling pack (``None``: a simple random sample), the
+    ``problems`` found (bad rows, left out) and whether the labels are ``constructed`` (not human)."""
+
+    path: Path
+    labels: pd.DataFrame
+    human: pd.DataFrame
+    design: pd.DataFrame | None
+    constructed: bool
+    problems: tuple[str, ...] = field(default_factory=tuple)
+
+    def notes(self) -> list[str]:
+        out = [f"{self.path.name}: {p}" for p in self.problems]
+        if self.constructed:
+            out.append(f"{self.path.name}: CONSTRUCTED labels, not human: the correction tests the machinery, "
+                       "not the judge against people")
+        return out
+
+
+def _rubric(run: Run) -> Rubric:
+    return Rubric.model_validate(run.manifest.rubric) if run.manifest.rubric else Rubric.default()
+
+
+def run_labels(run: Run | str | Path, labels: str | Path, *, seed: int = SEED) -> RunLabels:
+    """Read ``labels`` for ``run``. A folder is a labelling pack: its newest ``*.imported.csv`` (else its
+    sheet) and ``design.json`` (design weights). A missing file is a ``FileNotFoundError`` naming it."""
+    r = run if isinstance(run, Run) else load_run(run)
+    path = Path(labels)
+    if not path.exists():
+        raise FileNotFoundError(f"labels file {path} does not exist")
+    design = None
+    if path.is_dir():
+        design_file = path / labelling.DESIGN_FILE
+        if design_file.is_file():
+            design = labelling.design_frame(json.loads(design_file.read_text(encoding="utf-8")))[["segment_id", "weight"]]
+        imported = sorted(path.glob("*.imported.csv"))
+        path = imported[-1] if imported else path / labelling.SHEET_FILE
+    tidy, problems, constructed = labelling.read_human_labels(path, labelling.known_from_results(r.results), seed=seed)
+    human = human_values(tidy, r.results, _rubric(r))
+    return RunLabels(path, tidy, human, design, constructed, tuple(str(p) for p in problems))
+
+
+def corrected_comparison(comparison: Any, labels_a: RunLabels, labels_b: RunLabels, *, design: str = "paired",
+                         confidence: float | None = None) -> pd.DataFrame:
+    """The human-corrected difference B - A of the mean score and each band's share
+    (:func:`axon_eval.stats.difference.corrected_differences`) for a
+    :class:`~axon_eval.runs.compare.RunComparison`: paired on its ``pair_by`` key, or ``independent``
+    (different traffic). ``attrs["notes"]`` carries the labels' notes; a labelling pack's design weights
+    are not used by the difference (said in the notes)."""
+    run_a, run_b = load_run(comparison.run_a), load_run(comparison.run_b)
+    seg_a = headline_segments(run_a.results, _rubric(run_a))
+    seg_b = headline_segments(run_b.results, _rubric(run_b))
+    out = corrected_differences(seg_a, seg_b, labels_a.human, labels_b.human, design=design,
+                                pair_by=comparison.pair_by,
+                                confidence=comparison.confidence if confidence is None else confidence)
+    notes = list(out.attrs.get("notes", []))
+    for side, lab in (("A", labels_a), ("B", labels_b)):
+        notes.extend(f"{side}: {n}" for n in lab.notes())
+        if lab.design is not None:
+            notes.append(f"{side}: the labelling pack's design weights are not applied to the difference "
+                         "(its labelled units are treated as a simple random sample)")
+    out.attrs["notes"] = list(dict.fromkeys(notes))
+    return out
+
+
+def check_calibration(record: CalibrationRecord | None, run: Run) -> list[str]:
+    """The reasons ``record`` cannot vouch for ``run`` (empty when it is current). A stale record raises
+    :class:`StaleCalibrationError` naming every difference."""
+    if record is None:
+        return []
+    stale = staleness(record, run.manifest)
+    if stale:
+        raise StaleCalibrationError("; ".join(stale) + f" (run {run.run_dir.name}); run study 05 on this judge "
+                                    "and rubric, or gate without --corrected")
+    return []
+
+
+def corrected_headlines(run: Run | str | Path, labels: RunLabels, *, calibration: CalibrationRecord | None = None,
+                        confidence: float = CONFIDENCE, n_boot: int = N_BOOT, seed: int | None = SEED
+                        ) -> pd.DataFrame:
+    """One run's headline figures as PPI++ intervals (``figure``, ``estimate``, ``lo``, ``hi``,
+    ``method``, ``n``, ``note``) for a corrected gate; a stale ``calibration`` is refused
+    (:func:`check_calibration`). Figures the labels cannot correct (``share capped``) are absent."""
+    r = run if isinstance(run, Run) else load_run(run)
+    check_calibration(calibration, r)
+    study = corrected_study(r.results, labels.labels, rubric=_rubric(r), design=labels.design,
+                            calibration=calibration, manifest=r.manifest, labels_constructed=labels.constructed,
+                            n_boot=n_boot, seed=seed, confidence=confidence)
+    if study.corrected is None:
+        raise StaleCalibrationError(study.withheld)
+    table = study.corrected
+    out = pd.DataFrame({"figure": table["figure"], "estimate": table["ppi_estimate"], "lo": table["ppi_lo"],
+                        "hi": table["ppi_hi"], "method": "PPI++ normal (" + table["design"].astype(str) + ")",
+                        "n": table["n_labelled"], "note": table["note"]})
+    out.attrs["notes"] = [*labels.notes(), *study.notes]
+    return out
