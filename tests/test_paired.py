@@ -8,12 +8,14 @@ Holm's step-down adjustment, and band shares recomputed with ``summaries.band_ta
 from __future__ import annotations
 
 import itertools
+import warnings
+from pathlib import Path
 import math
 
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import binomtest, chi2
+from scipy.stats import binomtest, bootstrap, chi2
 
 from axon_eval import summaries
 from axon_eval.rubric import BANDS, CAP_FACTS, DIMENSIONS, Rubric
@@ -188,3 +190,165 @@ def test_unpaired_segments_are_counted_not_dropped_silently():
     with pytest.raises(ValueError, match="share 0 judged segment"):
         compare_runs(a.iloc[:5], results(seed=2, n_turns=3).assign(segment_id=lambda f: "x" + f["segment_id"]))
     assert math.isclose(comparison.alpha, 0.05)
+
+
+# -- the edges: bands in play, signed ranks with zeros and ties, turns resampled --------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from scipy.stats import PermutationMethod, wilcoxon  # noqa: E402
+from statsmodels.stats.contingency_tables import SquareTable, mcnemar  # noqa: E402
+
+from axon_eval.stats.paired import bowker_test, signed_rank_test  # noqa: E402
+
+
+@pytest.mark.parametrize("diagonal", [0, 1, 3, 7, 7.0, 50, 1e6])
+def test_a_table_with_moves_between_one_pair_of_bands_is_mcnemar_on_those_bands_whatever_the_diagonal(diagonal):
+    # [[d, 2, 0], [11, 25, 0], [0, 0, 20]]: every move is between good and partial. The marginal
+    # homogeneity chi-square is (11 - 2)^2 / 13 = 6.23 on 1 df (p = 0.0126); with 13 discordant pairs the
+    # exact binomial applies: 2 * P(Bin(13, 1/2) <= 2) = 2 * 92 / 8192 = 0.02246.
+    table = pd.DataFrame([[diagonal, 2, 0], [11, 25, 0], [0, 0, 20]], index=BANDS, columns=BANDS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no SingularMatrixWarning (or any other) reaches the user
+        test, bowker = band_test(table)
+    assert test.name == "McNemar exact" and test.categories == ("good", "partial") and bowker is None
+    assert test.df == 1 and test.pvalue == pytest.approx(2 * 92 / 8192, abs=1e-12)
+    assert test.pvalue == pytest.approx(binomtest(2, 13, 0.5).pvalue, abs=1e-12)
+    assert "poor" in test.note
+
+
+def test_the_chi_square_form_of_a_single_pair_table_is_statsmodels_mcnemar():
+    table = pd.DataFrame([[4, 20, 0], [40, 25, 0], [0, 0, 20]], index=BANDS, columns=BANDS)
+    test, _ = band_test(table)
+    oracle = mcnemar(np.array([[4, 20], [40, 25]]), exact=False, correction=True)
+    assert test.name.startswith("McNemar chi-square") and test.df == 1
+    assert test.statistic == pytest.approx((abs(40 - 20) - 1) ** 2 / 60) == pytest.approx(oracle.statistic)
+    assert test.pvalue == pytest.approx(oracle.pvalue)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pair=st.sampled_from([(0, 1), (0, 2), (1, 2)]), up=st.integers(0, 60), down=st.integers(0, 60),
+       diagonal=st.lists(st.integers(0, 80), min_size=3, max_size=3))
+def test_any_single_pair_table_gets_mcnemar_with_one_df(pair, up, down, diagonal):
+    i, j = pair
+    counts = np.diag(diagonal).astype(float)
+    counts[i, j], counts[j, i] = up, down
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        test, bowker = band_test(pd.DataFrame(counts, index=BANDS, columns=BANDS))
+    if up + down == 0:
+        assert test.pvalue == 1.0
+        return
+    two = np.array([[counts[i, i], up], [down, counts[j, j]]])
+    exact = up + down < 25
+    oracle = mcnemar(two, exact=exact, correction=True)
+    assert test.df == 1 and bowker is None and test.categories == (BANDS[i], BANDS[j])
+    assert test.pvalue == pytest.approx(oracle.pvalue, rel=1e-9, abs=1e-12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(cells=st.lists(st.integers(0, 40), min_size=9, max_size=9))
+def test_stuart_maxwell_with_three_bands_in_play_is_statsmodels_and_never_warns(cells):
+    counts = np.array(cells, dtype=float).reshape(3, 3)
+    off = counts - np.diag(np.diag(counts))
+    in_play = (off.sum(axis=0) + off.sum(axis=1)) > 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        test, bowker = band_test(pd.DataFrame(counts, index=BANDS, columns=BANDS))
+    if in_play.sum() == 3:
+        oracle = SquareTable(counts, shift_zeros=False).homogeneity()
+        assert test.name == "Stuart-Maxwell" and test.df == 2
+        assert test.statistic == pytest.approx(oracle.statistic, rel=1e-9)
+        assert bowker is not None and bowker.df == sum(off[a, b] + off[b, a] > 0 for a, b in [(0, 1), (0, 2), (1, 2)])
+    else:
+        assert test.df <= 1
+
+
+def test_bowker_counts_only_pairs_with_a_move():
+    counts = np.array([[10, 4, 0], [1, 20, 6], [0, 2, 5]], dtype=float)  # good<->poor never moves
+    by = bowker_test(counts, BANDS)
+    stat = (4 - 1) ** 2 / 5 + (6 - 2) ** 2 / 8
+    assert by.df == 2 and by.statistic == pytest.approx(stat) and by.pvalue == pytest.approx(chi2.sf(stat, 2))
+    full = np.array([[10, 4, 1], [1, 20, 6], [3, 2, 5]], dtype=float)
+    oracle = SquareTable(full, shift_zeros=False).symmetry()
+    assert bowker_test(full, BANDS).statistic == pytest.approx(oracle.statistic)
+    assert bowker_test(full, BANDS).df == oracle.df == 3
+
+
+def test_five_moved_pairs_among_twenty_have_the_exact_p_value():
+    # all five moves up: the two-sided exact p is 2 / 2^5 = 0.0625, the smallest five pairs can give
+    diff = np.array([0.0] * 15 + [1.0] * 5)
+    test = signed_rank_test(diff)
+    assert test.n == 20 and test.n_nonzero == 5 and test.method == "exact"
+    assert test.pvalue == pytest.approx(0.0625, abs=1e-15)
+    a = pd.DataFrame({d: np.full(20, 5.0) for d in DIMENSIONS})
+    b = a.copy()
+    b.loc[:4, "sql_quality"] += 1
+    dims = dimension_tests(a, b).set_index("dimension")
+    assert dims.loc["sql_quality", "pvalue"] == pytest.approx(0.0625, abs=1e-15)
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=st.lists(st.integers(-3, 3), min_size=1, max_size=11))
+def test_signed_rank_with_ties_and_zeros_is_scipys_exhaustive_permutation_test(values):
+    diff = np.array(values, dtype=float)
+    nonzero = diff[diff != 0]
+    test = signed_rank_test(diff)
+    if len(nonzero) <= 1:  # one sign of two equally likely ones: p = 2 * 1/2
+        assert test.pvalue == 1.0
+        return
+    oracle = wilcoxon(nonzero, method=PermutationMethod(n_resamples=np.inf))
+    assert test.pvalue == pytest.approx(min(1.0, oracle.pvalue), rel=1e-9, abs=1e-12)
+
+
+def test_signed_rank_without_ties_is_scipys_exact_test():
+    rng = np.random.default_rng(7)
+    for n in (3, 9, 20, 45):
+        diff = rng.normal(0.3, 1, n)
+        assert signed_rank_test(diff).pvalue == pytest.approx(wilcoxon(diff, method="exact").pvalue, rel=1e-9)
+
+
+def test_the_mean_difference_interval_resamples_turns():
+    # 40 turns of 3 segments whose differences are equal within a turn: the segments are not independent
+    rng = np.random.default_rng(11)
+    turn_effect = rng.normal(0, 6, 40)
+    a = results(n_turns=40, bundled_every=10**6, seed=5)
+    rows = []
+    for t in range(40):
+        for s in range(3):
+            rows.append({"segment_id": f"t{t:03d}#{s + 1}", "turn_id": f"t{t:03d}", "delta": turn_effect[t]})
+    seg = pd.DataFrame(rows)
+    base = pd.concat([a.iloc[:1]] * len(seg), ignore_index=True)
+    base["segment_id"], base["turn_id"] = seg["segment_id"], seg["turn_id"]
+    base["score"], base["band"] = 60.0, "partial"
+    other = base.copy()
+    other["score"] = 60.0 + seg["delta"].to_numpy()
+    other["band"] = np.where(other["score"] >= 80, "good", np.where(other["score"] >= 50, "partial", "poor"))
+    comparison = compare_runs(base, other, n_boot=4000, seed=1)
+    md = comparison.mean_difference
+    assert md.n == 120 and md.n_clusters == 40
+    # the oracle: with equal cluster sizes the cluster bootstrap is the bootstrap of the 40 turn means
+    oracle = bootstrap((turn_effect,), np.mean, n_resamples=4000, method="percentile",
+                       random_state=np.random.default_rng(1)).confidence_interval
+    assert md.lo == pytest.approx(oracle.low, abs=0.35) and md.hi == pytest.approx(oracle.high, abs=0.35)
+    segment_level = bootstrap((seg["delta"].to_numpy(),), np.mean, n_resamples=4000, method="percentile",
+                              random_state=np.random.default_rng(1)).confidence_interval
+    assert md.hi - md.lo > 1.4 * (segment_level.high - segment_level.low)  # ~sqrt(3) wider
+
+
+def test_compare_the_verb_and_the_api_share_one_implementation(tmp_path):
+    from axon_eval import runs as run_api
+    from axon_eval.runs.compare import compare_runs as compare_folders
+
+    root = Path(__file__).resolve().parents[1]
+    a = run_api.evaluate(root / "data/turns/sample_turns.jsonl", "heuristic", "axon-v1", out_dir=tmp_path,
+                         name="a", progress=False, seed=0)
+    b = run_api.rescore(a.run_dir, "axon-v1-faithcap", out_dir=tmp_path, name="b")
+    folder = compare_folders(a.run_dir, b.run_dir, n_boot=300, seed=4)
+    direct = compare_runs(run_api.load_run(a.run_dir).results, run_api.load_run(b.run_dir).results,
+                          Rubric.default(), n_boot=300, seed=4,
+                          rubric_b=Rubric.model_validate(run_api.load_run(b.run_dir).manifest.rubric))
+    assert folder.paired is not None
+    assert (folder.mean_delta, *folder.mean_delta_ci) == (direct.mean_difference.estimate, direct.mean_difference.lo,
+                                                         direct.mean_difference.hi)
+    assert folder.wilcoxon_p == direct.score_test.pvalue and folder.paired.band_test == direct.band_test
+    np.testing.assert_array_equal(folder.transitions.to_numpy(), direct.transition.to_numpy())
