@@ -27,7 +27,7 @@ from .table import row
 from ..rubric import BANDS, Rubric
 from ..scoring import score_frame
 
-SIMULATED_JUDGE = "SIMULATED-trend-judge"
+SIMULATED_JUDGE = "simulated(trend-bench)"  # carries the simulated( marker: every output marks it SIMULATED
 SURFACES = ("web", "slack", "mcp")
 REGIONS = ("eu", "us")
 CLIENTS = ("client-a", "client-b", "client-c")
