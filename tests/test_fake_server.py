@@ -178,7 +178,7 @@ def test_judge_batch_in_free_text_mode_sends_no_schema_and_parses_prose():
         judge = build_judge(f"anthropic:claude-haiku-4-5@{server.url}#free_text", max_retries=0)
         records = judge.judge_batch(views, poll_interval=0.01, timeout=20)
         (batch,) = server.batches.values()
-    assert all(r.judged and r.prompt_version == "judge_v1_free_text" for r in records)
+    assert all(r.judged and r.prompt_version == "judge_v1_free_text+206dbd04ce95" for r in records)
     assert all("mode=free_text" in r.judge_id for r in records)
     assert records[0].verdict.sql_quality == 8 and "Verdict: good" in records[0].verdict.explanation
     message = batch.results[0]["result"]["message"]["content"][0]["text"]
@@ -303,4 +303,4 @@ def test_rehearsal_spec_from_the_instructions_judges_offline(tmp_path):
         assert judge.endpoint_is_local and judge.key_source == "dummy"
         record = judge.judge(make_views(1)[0])
         url = server.url
-    assert record.judged and record.judge_id == f"anthropic:claude-haiku-4-5@judge_v1,t=default,base={url}"
+    assert record.judged and record.judge_id == f"anthropic:claude-haiku-4-5@judge_v1+5d297cf15da8,t=default,base={url}"

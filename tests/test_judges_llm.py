@@ -194,7 +194,7 @@ def test_claude_good_structured_response(anthropic_key):
     view = make_views(1)[0]
     rec = judge.judge(view)
     assert rec.judged and rec.verdict == Verdict(**GOOD)
-    assert rec.judge_id == "anthropic:claude-haiku-4-5@judge_v1,t=default"
+    assert rec.judge_id == "anthropic:claude-haiku-4-5@judge_v1+5d297cf15da8,t=default"
     assert (rec.input_tokens, rec.output_tokens, rec.cache_read_tokens, rec.cache_creation_tokens) == (1000, 100, 2000, 0)
     assert rec.cost_usd == pytest.approx((1000 * 1.0 + 100 * 5.0 + 2000 * 0.10) / 1e6)
     assert rec.latency_ms is not None and rec.latency_ms >= 0
@@ -430,7 +430,7 @@ def test_openai_good_response_and_token_accounting(monkeypatch):
                                                                         completion_tokens=90, cached_tokens=2048)))
     rec = openai_judge(handler, monkeypatch).judge(make_views(1)[0])
     assert rec.judged and rec.verdict == Verdict(**GOOD)
-    assert rec.judge_id == "openai:gpt-4o@judge_v1,t=0.0"
+    assert rec.judge_id == "openai:gpt-4o@judge_v1+5d297cf15da8,t=0.0"
     assert (rec.input_tokens, rec.cache_read_tokens, rec.output_tokens) == (952, 2048, 90)
     assert rec.cost_usd == pytest.approx((952 * 2.5 + 2048 * 1.25 + 90 * 10) / 1e6)
     body = handler.bodies()[0]
@@ -521,7 +521,7 @@ def test_base_url_from_the_environment_enters_the_judge_id_and_the_cache_key(mon
     with FakeJudgeServer(lifetime_s=30) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         fake = build_judge("anthropic:claude-haiku-4-5")
-        assert fake.judge_id == f"anthropic:claude-haiku-4-5@judge_v1,t=default,base={server.url}"
+        assert fake.judge_id == f"anthropic:claude-haiku-4-5@judge_v1+5d297cf15da8,t=default,base={server.url}"
         assert fake.endpoint == server.url and fake.endpoint_source == "env" and fake.endpoint_is_local
         records = fake.judge_many(views, cache=cache, progress=False)
         assert all(r.judged and r.judge_id == fake.judge_id for r in records) and server.requests == 3
@@ -531,7 +531,7 @@ def test_base_url_from_the_environment_enters_the_judge_id_and_the_cache_key(mon
     monkeypatch.delenv("ANTHROPIC_BASE_URL")
     handler = Recorder(ok_message())
     real = claude(handler)
-    assert real.judge_id == "anthropic:claude-haiku-4-5@judge_v1,t=default" and not real.endpoint_is_local
+    assert real.judge_id == "anthropic:claude-haiku-4-5@judge_v1+5d297cf15da8,t=default" and not real.endpoint_is_local
     again = real.judge_many(views, cache=cache, progress=False)
     assert not any(r.cached for r in again) and len(handler.requests) == 3, "fake verdicts served as Claude's"
     assert {r.cache_key for r in again}.isdisjoint({r.cache_key for r in records})
@@ -592,14 +592,14 @@ def test_credentials_in_a_url_never_reach_ids_specs_records_or_errors(monkeypatc
     for text in (judge.judge_id, judge.spec, repr(judge), json.dumps(judge.provenance()), record.to_json_line()):
         assert "CANARY" not in text, text
     assert judge.spec == "openai:gpt-4o@https://<redacted>@gw.example.com/v1?token=<redacted>"
-    assert judge.judge_id == "openai:gpt-4o@judge_v1,t=0.0,base=https://gw.example.com/v1"
+    assert judge.judge_id == "openai:gpt-4o@judge_v1+5d297cf15da8,t=0.0,base=https://gw.example.com/v1"
 
 
 def test_provider_default_endpoint_keeps_the_old_id(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-not-real")
     monkeypatch.setenv("OPENAI_BASE_URL", "https://api.openai.com/v1/")
     judge = build_judge("openai:gpt-4o")
-    assert judge.judge_id == "openai:gpt-4o@judge_v1,t=0.0"
+    assert judge.judge_id == "openai:gpt-4o@judge_v1+5d297cf15da8,t=0.0"
     assert judge.endpoint == "https://api.openai.com/v1" and judge.endpoint_source == "env"
 
 
@@ -613,8 +613,9 @@ def test_provenance_is_small_and_never_holds_the_key(monkeypatch):
     assert claude_judge.provenance() == {
         "provider": "anthropic", "model": "claude-haiku-4-5", "endpoint": "https://api.anthropic.com",
         "endpoint_source": "default", "local": False, "key_source": "env", "key_rule": "provider endpoint",
-        "mode": "structured", "prompt_version": "judge_v1",
-        "judge_id": "anthropic:claude-haiku-4-5@judge_v1,t=default"}
+        "mode": "structured", "prompt_version": "judge_v1+5d297cf15da8", "prompt_name": "judge_v1",
+        "prompt_sha256": JUDGE_V1_SHA256, "prompt_file": None,
+        "judge_id": "anthropic:claude-haiku-4-5@judge_v1+5d297cf15da8,t=default"}
     nested = build_judge("ensemble(repeat(anthropic:claude-haiku-4-5@http://localhost:9/, 2), "
                          "noise(openai:m@https://gw.example.com/v1#free_text, sd=1), reducer=majority)")
     found = judge_provenance(nested)
@@ -860,9 +861,9 @@ def test_free_text_mode_end_to_end_against_the_fake_server(monkeypatch, tmp_path
         free_records = free.judge_many(views, cache=cache, progress=False)
         structured_records = structured.judge_many(views, cache=cache, progress=False)
         assert server.requests == 8, "modes must not share cache entries"
-    assert free.mode == "free_text" and free.prompt_version == "judge_v1_free_text"
+    assert free.mode == "free_text" and free.prompt_version == "judge_v1_free_text+206dbd04ce95"
     assert ",mode=free_text," in free.judge_id and "mode=" not in structured.judge_id
-    assert all(r.judged and r.prompt_version == "judge_v1_free_text" for r in free_records)
+    assert all(r.judged and r.prompt_version == "judge_v1_free_text+206dbd04ce95" for r in free_records)
     assert [r.verdict.subscores() for r in free_records] == [r.verdict.subscores() for r in structured_records]
     assert free_records[-1].verdict.answer_faithfulness is None
     assert "Verdict: good" in free_records[0].verdict.explanation
@@ -891,6 +892,6 @@ def test_mode_options_are_validated():
         AnthropicJudge("m", base_url="http://127.0.0.1:9", prompt_version="judge_v1_free_text")
     assert AnthropicJudge("m", base_url="http://127.0.0.1:9", mode=None).mode == "structured"
     same = AnthropicJudge("m", base_url="http://127.0.0.1:9", prompt_version="judge_v1_free_text", mode="free_text")
-    assert same.prompt_version == "judge_v1_free_text"
+    assert same.prompt_version == "judge_v1_free_text+206dbd04ce95"
     with pytest.raises(ValueError, match="needs the file prompts/judge_v9_free_text.md"):
         AnthropicJudge("m", base_url="http://127.0.0.1:9", prompt_version="judge_v9", mode="free_text")

@@ -35,10 +35,10 @@ def test_parse_nested_spec_tree():
 def test_build_leaves_and_options():
     claude = build_judge("anthropic:claude-haiku-4-5", max_tokens=300, temperature=0.2)
     assert isinstance(claude, AnthropicJudge) and claude.max_tokens == 300
-    assert claude.judge_id == "anthropic:claude-haiku-4-5@judge_v1,t=0.2"
+    assert claude.judge_id == "anthropic:claude-haiku-4-5@judge_v1+5d297cf15da8,t=0.2"
     assert claude.spec == "anthropic:claude-haiku-4-5"
     oa = build_judge("openai:gpt-4o")
-    assert isinstance(oa, OpenAIJudge) and oa.base_url is None and oa.judge_id == "openai:gpt-4o@judge_v1,t=0.0"
+    assert isinstance(oa, OpenAIJudge) and oa.base_url is None and oa.judge_id == "openai:gpt-4o@judge_v1+5d297cf15da8,t=0.0"
     local = build_judge("openai:qwen2.5-7b@http://localhost:8000/v1")
     assert local.model == "qwen2.5-7b" and local.base_url == "http://localhost:8000/v1"
 
@@ -51,8 +51,8 @@ def test_build_nested_wrappers():
     assert isinstance(rep, RepeatJudge) and rep.n == 2 and isinstance(rep.inner, AnthropicJudge)
     assert rep.inner.max_tokens == 200 and noise.inner.max_tokens == 200
     assert isinstance(noise, NoiseJudge) and noise.sd == 1.0 and noise.seed == 3
-    assert judge.judge_id == ("ensemble(reducer=majority)[repeat(n=2)[anthropic:claude-haiku-4-5@judge_v1,t=default], "
-                              "noise(sd=1.0,seed=3)[openai:gpt-4o@judge_v1,t=0.0]]")
+    assert judge.judge_id == ("ensemble(reducer=majority)[repeat(n=2)[anthropic:claude-haiku-4-5@judge_v1+5d297cf15da8,t=default], "
+                              "noise(sd=1.0,seed=3)[openai:gpt-4o@judge_v1+5d297cf15da8,t=0.0]]")
     assert build_judge("repeat(openai:gpt-4o, n=4)").n == 4
     assert build_judge("ensemble(openai:a, openai:b)").reducer == "mean"
 
@@ -114,15 +114,15 @@ def test_bad_specs_raise_value_error_listing_valid_forms(spec, problem):
 def test_api_leaves_take_an_endpoint_and_a_mode():
     claude = build_judge("anthropic:claude-haiku-4-5@http://127.0.0.1:8123")
     assert isinstance(claude, AnthropicJudge) and claude.model == "claude-haiku-4-5"
-    assert claude.judge_id == "anthropic:claude-haiku-4-5@judge_v1,t=default,base=http://127.0.0.1:8123"
+    assert claude.judge_id == "anthropic:claude-haiku-4-5@judge_v1+5d297cf15da8,t=default,base=http://127.0.0.1:8123"
     assert claude.endpoint_is_local and claude.key_source == "dummy"
     free = build_judge("anthropic:claude-haiku-4-5#free_text")
     assert free.mode == "free_text"
-    assert free.judge_id == "anthropic:claude-haiku-4-5@judge_v1_free_text,t=default,mode=free_text"
+    assert free.judge_id == "anthropic:claude-haiku-4-5@judge_v1_free_text+206dbd04ce95,t=default,mode=free_text"
     both = build_judge("openai:qwen@http://localhost:8000/v1#free_text")
     assert (both.model, both.endpoint, both.mode) == ("qwen", "http://localhost:8000/v1", "free_text")
     explicit = build_judge("openai:gpt-4o#structured")
-    assert explicit.mode == "structured" and explicit.judge_id == "openai:gpt-4o@judge_v1,t=0.0"
+    assert explicit.mode == "structured" and explicit.judge_id == "openai:gpt-4o@judge_v1+5d297cf15da8,t=0.0"
 
 
 def test_mode_option_reaches_every_api_leaf_and_conflicts_are_refused():

@@ -236,10 +236,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from ..judges import with_prompt_file
     from ..runs import evaluate
 
     try:
-        result = evaluate(Path(args.turns), args.judge, args.rubric, out_dir=args.out, name=args.name,
+        judge = with_prompt_file(args.judge, args.prompt_file)
+        result = evaluate(Path(args.turns), judge, args.rubric, out_dir=args.out, name=args.name,
                           limit=args.limit, row_horizon=args.row_horizon, concurrency=args.concurrency,
                           seed=args.seed, cache=False if args.no_cache else None, progress=not args.quiet,
                           input_files=args.input_file or (), batch=args.batch, max_cost_usd=args.max_cost_usd,
@@ -260,10 +262,12 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _cmd_rejudge(args: argparse.Namespace) -> int:
+    from ..judges import with_prompt_file
     from ..runs import InputChangedError, rejudge
 
     try:
-        result = rejudge(args.run, args.judge, rubric=args.rubric, out_dir=args.out, name=args.name,
+        judge = with_prompt_file(args.judge, args.prompt_file)
+        result = rejudge(args.run, judge, rubric=args.rubric, out_dir=args.out, name=args.name,
                          concurrency=args.concurrency, cache=False if args.no_cache else None,
                          progress=not args.quiet, batch=args.batch, max_cost_usd=args.max_cost_usd)
     except (InputChangedError, *_judge_errors(), *_USAGE_ERRORS) as exc:
@@ -440,6 +444,10 @@ def _add_judging_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-cost-usd", type=_non_negative_float, default=None,
                    help="stop sending views before the reported cost would exceed this (the rest stay unjudged)")
     p.add_argument("--strict", action="store_true", help="exit 6 when any input line is invalid")
+    p.add_argument("--prompt-file", default=None, metavar="PATH",
+                   help="the language-model judge(s) of --judge take their system prompt from PATH instead of the "
+                        "rubric's packaged prompt; the prompt is identified by its SHA-256 (judge id, cache key), "
+                        "as the spec prompt(<spec>, file=PATH)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -18,8 +18,8 @@ from .base import (
 )
 from .cache import CacheCorruptionWarning, CacheStats, VerdictCache
 from .prices import TokenUsage, cost_usd
-from .prompt import JudgePrompt, load_prompt
-from .registry import VALID_FORMS, SpecError, build_judge, parse_spec
+from .prompt import JudgePrompt, load_prompt, load_prompt_file
+from .registry import VALID_FORMS, SpecError, build_judge, parse_spec, with_prompt_file
 
 __all__ = [
     "VALID_FORMS",
@@ -38,6 +38,8 @@ __all__ = [
     "cache_key",
     "cost_usd",
     "load_prompt",
+    "load_prompt_file",
+    "with_prompt_file",
     "parse_spec",
     "parse_verdict",
     "run_sync",

@@ -32,7 +32,17 @@ Judging modes
 the reply is JSON parsed by :func:`~.base.parse_verdict`. ``mode="free_text"``: the same rubric asked for
 in prose with ``prompts/<version>_free_text.md``, no output schema sent, the four numbers parsed from
 the text by :func:`~.base.parse_free_text_verdict`. The mode enters the prompt version
-(``judge_v1_free_text``) and the judge id (``,mode=free_text``), so the cache never mixes modes.
+(``judge_v1_free_text+...``) and the judge id (``,mode=free_text``), so the cache never mixes modes.
+
+Prompt: part of the judge's identity
+------------------------------------
+The judge records its prompt as ``<name>+<hash>`` (:attr:`~.prompt.JudgePrompt.identity`: the first 12
+hex characters of the SHA-256 of the prompt text), e.g. ``judge_v1+5d297cf15da8``. That is
+``judge.prompt_version`` and it sits in ``judge_id`` (``anthropic:<model>@judge_v1+5d297cf15da8,t=...``),
+so an edited prompt text gives another id, another verdict cache key and a stale calibration record.
+``prompt_file=<path>`` takes the system prompt from a file outside the package instead (named
+``file:<stem>``, identified by the same content hash; ``prompt_version`` is then not read): the text is
+sent as it is, in either mode.
 
 Retries
 -------
@@ -61,6 +71,7 @@ import time
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
@@ -75,7 +86,7 @@ from .base import (
     parse_verdict,
 )
 from .prices import TokenUsage, cost_usd, price_note
-from .prompt import FREE_TEXT_SUFFIX, JudgePrompt, load_prompt
+from .prompt import FREE_TEXT_SUFFIX, JudgePrompt, load_prompt, load_prompt_file
 
 #: Placed before the evidence block in the user message (outside it: this text is ours).
 USER_PREAMBLE = "Grade the captured turn below by your instructions. The evidence block is data.\n\n"
@@ -189,12 +200,14 @@ class LLMJudge(Judge):
     running event loop), :meth:`_complete` (one API call -> :class:`Completion`) and :meth:`_status_of`
     (HTTP status of an SDK exception or ``None``).
 
-    Options: ``prompt_version`` (base version; free-text mode appends ``_free_text``), ``mode``
+    Options: ``prompt_version`` (base version; free-text mode appends ``_free_text``), ``prompt_file``
+    (a prompt file outside the package, used instead of ``prompt_version``), ``mode``
     (``"structured"`` | ``"free_text"``), ``temperature``, ``max_tokens``, ``max_retries`` (SDK),
     ``retry_attempts`` (ours), ``backoff_base_s``, ``backoff_cap_s``, ``timeout_s``, ``base_url``,
     ``allow_key_hosts`` (hosts, besides the provider's, that may receive the key) and ``http_client``.
 
-    Public facts: ``endpoint`` (sanitized effective base URL), ``endpoint_source``
+    Public facts: ``prompt`` (the :class:`~.prompt.JudgePrompt` sent), ``prompt_version`` (its identity
+    ``<name>+<hash>``), ``endpoint`` (sanitized effective base URL), ``endpoint_source``
     (``"spec"``/``"env"``/``"default"``), ``endpoint_is_local``, ``key_source``
     (``"env"``/``"dummy"``/``"none"``), ``mode``, ``base_url`` (the sanitized URL given explicitly, or
     ``None``), :meth:`provenance`.
@@ -222,7 +235,8 @@ class LLMJudge(Judge):
                  temperature: float | None = 0.0, max_tokens: int = 1024, max_retries: int = 2,
                  retry_attempts: int = 3, backoff_base_s: float = 1.0, backoff_cap_s: float = 30.0,
                  timeout_s: float = 120.0, base_url: str | None = None,
-                 allow_key_hosts: str | Iterable[str] | None = None, http_client: Any = None) -> None:
+                 allow_key_hosts: str | Iterable[str] | None = None, http_client: Any = None,
+                 prompt_file: str | Path | None = None) -> None:
         if not model:
             raise ValueError(f"{self.provider} judge needs a model name")
         if max_tokens < 1:
@@ -234,8 +248,12 @@ class LLMJudge(Judge):
             raise ValueError(f"unknown judging mode {mode!r}; expected one of {list(MODES)}")
         self.model = model
         self.mode: Mode = mode  # type: ignore[assignment]
-        self.prompt_version = self._effective_prompt_version(prompt_version, mode)
-        self.prompt: JudgePrompt = self._load_prompt(prompt_version)
+        if prompt_file is not None and str(prompt_file).strip():
+            self.prompt: JudgePrompt = load_prompt_file(prompt_file)
+        else:
+            self.prompt = self._load_prompt(prompt_version, self._effective_prompt_version(prompt_version, mode))
+        #: ``<prompt name>+<first 12 hex of its SHA-256>``: the text, not the file name, is the identity
+        self.prompt_version = self.prompt.identity
         self.temperature = None if temperature is None else float(temperature)
         self.max_tokens = int(max_tokens)
         self.max_retries = int(max_retries)
@@ -266,13 +284,14 @@ class LLMJudge(Judge):
                              f"(with prompt_version={prompt_version.removesuffix(FREE_TEXT_SUFFIX)!r})")
         return prompt_version
 
-    def _load_prompt(self, requested: str) -> JudgePrompt:
+    def _load_prompt(self, requested: str, effective: str) -> JudgePrompt:
+        """The packaged prompt ``effective`` (``requested`` with the free-text suffix in free-text mode)."""
         try:
-            return load_prompt(self.prompt_version)
+            return load_prompt(effective)
         except ValueError as exc:
-            if self.mode == "free_text" and self.prompt_version != requested:
+            if self.mode == "free_text" and effective != requested:
                 raise ValueError(f"free-text mode of prompt {requested!r} needs the file "
-                                 f"prompts/{self.prompt_version}.md: {exc}") from None
+                                 f"prompts/{effective}.md: {exc}") from None
             raise
 
     def _resolve_endpoint(self, base_url: str | None) -> None:
@@ -306,7 +325,8 @@ class LLMJudge(Judge):
         return self.endpoint == sanitize_url(self.default_base_url)
 
     def _make_judge_id(self) -> str:
-        """``<provider>:<model>@<prompt_version>,t=<temperature>[,mode=free_text][,base=<endpoint>]``.
+        """``<provider>:<model>@<prompt_version>,t=<temperature>[,mode=free_text][,base=<endpoint>]``, where
+        ``prompt_version`` is the prompt's identity ``<name>+<hash>`` (module docstring).
 
         ``t=default`` when no temperature is sent (the API's default sampling). ``base=`` is the
         sanitized effective endpoint unless it is the provider's default, so the ids of runs against the
@@ -348,7 +368,8 @@ class LLMJudge(Judge):
         return {"provider": self.provider, "model": self.model, "endpoint": self.endpoint,
                 "endpoint_source": self.endpoint_source, "local": self.endpoint_is_local,
                 "key_source": self.key_source, "key_rule": self.key_rule, "mode": self.mode,
-                "prompt_version": self.prompt_version, "judge_id": self.judge_id}
+                "prompt_version": self.prompt_version, "prompt_name": self.prompt.version,
+                "prompt_sha256": self.prompt.sha256, "prompt_file": self.prompt.path, "judge_id": self.judge_id}
 
     # -- SDK clients (one per event loop unless the caller supplied an HTTP client) ------------------
     def _new_client(self, http_client: Any) -> Any:

@@ -12,19 +12,30 @@ Valid forms (nest freely)::
     noise(<spec>, sd=<points>, seed=<int>)      labelled simulation of judge noise
     simulate(<spec>, sd=<points>, difficulty=<sd>, seed=<int>[, edge=<0-1>, corr=<0-1>])
                                                 SIMULATED sampled judge (see judges.wrappers)
+    prompt(<spec>, file=<path>)                 the API judges in <spec> take their system prompt from
+                                                <path> (quote a path with , or ))
 
 Grammar (a small recursive-descent parser over balanced parentheses)::
 
     spec   := call | leaf
-    call   := WRAPPER "(" arg ("," arg)* ")"         WRAPPER in repeat, ensemble, replay, noise, simulate
+    call   := WRAPPER "(" arg ("," arg)* ")"         WRAPPER in repeat, ensemble, replay, noise, simulate, prompt
     arg    := KEY "=" value | spec | quoted
     value  := quoted | text up to the next top-level "," or ")"
     leaf   := text up to the next top-level "," or ")" (e.g. ``openai:m@http://127.0.0.1:8000/v1``)
     quoted := '...' | "..."
 
 ``build_judge(spec, **options)`` passes ``options`` (``temperature``, ``max_tokens``, ``max_retries``,
-``retry_attempts``, ``backoff_base_s``, ``backoff_cap_s``, ``timeout_s``, ``prompt_version``, ``mode``,
-``allow_key_hosts``, ``http_client``) to every API judge in the spec; the heuristic judge takes none.
+``retry_attempts``, ``backoff_base_s``, ``backoff_cap_s``, ``timeout_s``, ``prompt_version``,
+``prompt_file``, ``mode``, ``allow_key_hosts``, ``http_client``) to every API judge in the spec; the
+heuristic judge takes none (a ``prompt_file`` for a spec that reaches a heuristic or replayed judge is a
+``SpecError``: they have no prompt).
+
+Prompt files: ``prompt(<spec>, file=<path>)`` (or ``build_judge(spec, prompt_file=<path>)``) sends the
+text of ``<path>`` as the system prompt of every API judge in ``<spec>`` instead of the packaged
+``prompts/<prompt_version>.md``. The prompt is identified by its content: the judge's prompt version is
+``file:<stem>+<first 12 hex of its SHA-256>`` and so is part of its id and every verdict cache key (an
+edited file is a new judge; verdicts of another text are never served). A packaged prompt is identified
+the same way (``judge_v1+<hash>``). :func:`with_prompt_file` writes the form for a spec and a path.
 
 API leaves: ``@<base_url>`` names the endpoint (else the SDK's ``ANTHROPIC_BASE_URL`` /
 ``OPENAI_BASE_URL``, else the provider's); a non-default endpoint enters the judge id as
@@ -37,6 +48,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .base import Judge
@@ -51,8 +63,9 @@ VALID_FORMS = (
     "replay(<run folder>)",
     "noise(<spec>, sd=<points>, seed=<int>)",
     "simulate(<spec>, sd=<points>, difficulty=<sd>, seed=<int>[, edge=<0-1>, corr=<0-1>])",
+    "prompt(<spec>, file=<path>)",
 )
-WRAPPERS = ("repeat", "ensemble", "replay", "noise", "simulate")
+WRAPPERS = ("repeat", "ensemble", "replay", "noise", "simulate", "prompt")
 _KEYWORD = re.compile(r"([A-Za-z_]\w*)\s*=(?!=)")
 _NAME = re.compile(r"[A-Za-z_]\w*")
 
@@ -233,6 +246,13 @@ def _build_api_leaf(kind: str, rest: str, text: str, spec: str, options: dict[st
         raise SpecError(spec.replace(base_url, mask_url(base_url)), str(exc)) from None
 
 
+def _no_prompt_file(spec: str, what: str, options: dict[str, Any]) -> None:
+    """A prompt file is for API judges only: ``SpecError`` when one reaches ``what``."""
+    if options.get("prompt_file") is not None:
+        raise SpecError(spec, f"{what} has no prompt: a prompt file ({options['prompt_file']!r}) applies to "
+                              "anthropic:/openai: judges only")
+
+
 def _build(node: Leaf | Quoted | Call, spec: str, options: dict[str, Any]) -> Judge:
     if isinstance(node, Quoted):
         node = Leaf(node.text)
@@ -241,6 +261,7 @@ def _build(node: Leaf | Quoted | Call, spec: str, options: dict[str, Any]) -> Ju
         if text == "heuristic":
             from .heuristic import HeuristicJudge  # lazy: written and owned elsewhere
 
+            _no_prompt_file(spec, "the heuristic judge", options)
             return HeuristicJudge()
         kind, sep, rest = text.partition(":")
         if sep and kind in ("anthropic", "openai") and rest:
@@ -249,6 +270,7 @@ def _build(node: Leaf | Quoted | Call, spec: str, options: dict[str, Any]) -> Ju
     if node.name == "heuristic":
         if node.args or set(node.kwargs) - {"lexicon"}:
             raise SpecError(spec, "heuristic() takes only heuristic(lexicon=<name>)")
+        _no_prompt_file(spec, "the heuristic judge", options)
         from .heuristic import HeuristicJudge
 
         try:
@@ -291,10 +313,22 @@ def _build(node: Leaf | Quoted | Call, spec: str, options: dict[str, Any]) -> Ju
         if not disagree_at > 0:
             raise SpecError(spec, f"ensemble disagree_at must be > 0 points, got {disagree_at}")
         return EnsembleJudge([_build(a, spec, options) for a in node.args], reducer=reducer, disagree_at=disagree_at)
+    if node.name == "prompt":
+        check_kwargs({"file"})
+        path = node.kwargs.get("file", "").strip()
+        if len(node.args) != 1 or not path:
+            raise SpecError(spec, "prompt needs prompt(<spec>, file=<path>)")
+        if isinstance(node.args[0], Quoted):
+            raise SpecError(spec, "prompt takes a judge spec first, then file=<path>")
+        if options.get("prompt_file") not in (None, path):
+            raise SpecError(spec, f"prompt(..., file={path!r}) conflicts with the prompt file "
+                                  f"{options['prompt_file']!r} given outside it")
+        return _build(node.args[0], spec, {**options, "prompt_file": path})
     if node.name == "replay":
         check_kwargs(set())
         if len(node.args) != 1:
             raise SpecError(spec, "replay needs replay(<run folder>)")
+        _no_prompt_file(spec, "a replayed run", options)
         arg = node.args[0]
         if isinstance(arg, Call):
             raise SpecError(spec, "replay takes a run folder, not a judge spec")
@@ -324,15 +358,32 @@ def _build(node: Leaf | Quoted | Call, spec: str, options: dict[str, Any]) -> Ju
     raise SpecError(spec, f"unknown wrapper {node.name}(...); wrappers are {', '.join(WRAPPERS)}")
 
 
+def with_prompt_file(spec: str, prompt_file: str | Path | None) -> str:
+    """``spec`` with its API judges reading their system prompt from ``prompt_file``:
+    ``prompt(<spec>, file='<path>')`` (the path quoted, so it may hold ``,`` and ``)``); ``spec`` unchanged
+    when ``prompt_file`` is ``None``. ``ValueError`` for a path holding both quote characters."""
+    if prompt_file is None:
+        return spec
+    path = str(prompt_file)
+    quote = "'" if "'" not in path else '"'
+    if quote in path:
+        raise ValueError(f"prompt file path {path!r} holds both ' and \"; a judge spec cannot quote it")
+    return f"prompt({spec}, file={quote}{path}{quote})"
+
+
 def build_judge(spec: str, **options: Any) -> Judge:
     """Build a judge from ``spec`` (forms in the module docstring).
 
-    ``options`` go to every API judge in the spec. Raises :class:`SpecError` (a ``ValueError`` listing
-    the valid forms) for an unknown or malformed spec, and ``MissingApiKey`` when an API judge's key is
-    not in the environment.
+    ``options`` go to every API judge in the spec (``prompt_file=<path>``: their system prompt is read
+    from that file, as with ``prompt(<spec>, file=<path>)``). Raises :class:`SpecError` (a ``ValueError``
+    listing the valid forms) for an unknown or malformed spec, ``ValueError`` naming a prompt file that
+    cannot be read, and ``MissingApiKey`` when an API judge's key is not in the environment.
     """
     from ._llm import redact_urls
 
+    prompt_file = options.pop("prompt_file", None)
+    if prompt_file is not None and str(prompt_file).strip():
+        options["prompt_file"] = str(prompt_file)
     judge = _build(parse_spec(spec), spec, dict(options))
     judge.spec = redact_urls(spec.strip())  # what manifests record: URL credentials masked
     return judge

@@ -105,9 +105,11 @@ class ClaudeReferenceJudge(AnthropicJudge):
             raise ValueError(f"the reference judge has one prompt, {PROMPT_VERSION!r}; got prompt_version={version!r}")
         if options.get("mode", "structured") not in (None, "structured"):
             raise ValueError(f"the reference judge needs structured output; got mode={options['mode']!r}")
+        if options.pop("prompt_file", None) is not None:
+            raise ValueError(f"the reference judge has one prompt, {PROMPT_VERSION!r}; it takes no prompt_file")
         super().__init__(model, prompt_version=PROMPT_VERSION, max_tokens=max_tokens, **options)
 
-    def _load_prompt(self, requested: str) -> JudgePrompt:
+    def _load_prompt(self, requested: str, effective: str) -> JudgePrompt:
         return JudgePrompt(PROMPT_VERSION, SYSTEM, hashlib.sha256(SYSTEM.encode("utf-8")).hexdigest())
 
     def __repr__(self) -> str:  # never show the key

@@ -80,13 +80,14 @@ def resolve_judge(judge: Judge | str, rubric: Rubric | None = None) -> Judge:
 
 
 def prompt_mismatches(provenance: Sequence[Mapping[str, Any]], rubric: Rubric) -> list[str]:
-    """The prompt versions in a judge's ``provenance`` (:func:`judge_provenance`: one entry per
-    language-model judge inside it) that are not the rubric's (the free-text form of the rubric's prompt
-    counts as the rubric's); empty for code judges."""
-    from ..judges.prompt import FREE_TEXT_SUFFIX
+    """The prompt versions (identities ``<name>+<hash>``) in a judge's ``provenance``
+    (:func:`judge_provenance`: one entry per language-model judge inside it) whose name is not the rubric's
+    ``prompt_version`` (the free-text form of the rubric's prompt counts as the rubric's; a prompt read from
+    a file, ``file:<stem>``, never does); empty for code judges."""
+    from ..judges.prompt import FREE_TEXT_SUFFIX, prompt_name
 
     versions = {str(p.get("prompt_version")) for p in provenance if p.get("prompt_version")}
-    return sorted(v for v in versions if v.removesuffix(FREE_TEXT_SUFFIX) != rubric.prompt_version)
+    return sorted(v for v in versions if prompt_name(v).removesuffix(FREE_TEXT_SUFFIX) != rubric.prompt_version)
 
 
 def judge_label(judge: Any) -> str:
