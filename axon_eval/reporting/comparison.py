@@ -63,7 +63,14 @@ def _html(c: RunComparison, figures: list[Path], top: int) -> str:
     moved = c.deltas[c.deltas["delta"] != 0].head(top)
     rows = "".join(f"<tr><td>{esc(str(r.segment_id))}</td><td>{r.sample_index}</td><td>{r.delta:+.1f}</td>"
                    f"<td>{esc(r.arithmetic_a)}</td><td>{esc(r.arithmetic_b)}</td></tr>" for r in moved.itertuples())
-    summary = esc(c.format(top=0))
+    parts = [c.format(top=0)]
+    if c.paired is not None:
+        parts.append("paired tests (turns resampled for the intervals):\n" + "\n".join(c.paired.lines()))
+    if c.corrected is not None:
+        from ..stats.difference import format_differences
+
+        parts.append("human-corrected differences (PPI++):\n" + "\n".join(format_differences(c.corrected)))
+    summary = esc("\n\n".join(parts))
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>compare</title><style>"
             f"body{{font-family:sans-serif;max-width:1100px;margin:2em auto}}td,th{{border:1px solid #ccc;"
             f"padding:2px 6px;font-size:13px}}table{{border-collapse:collapse}}img{{max-width:48%}}</style></head>"
@@ -86,9 +93,12 @@ def write_comparison(c: RunComparison, out_dir: str | Path | None = None, *, nam
     atomic_write_text(folder / "compare.html", _html(c, figures, top))
     manifest = RunManifest(run_id=folder.name, status="complete", kind="compare", name=name,
                            rubric_id=c.rubric_b, judge_id=c.judge_b, packages=package_versions(),
-                           params={"run_a": _rel(c.run_a), "run_b": _rel(c.run_b), "seed": c.seed, "n_boot": c.n_boot},
+                           params={"run_a": _rel(c.run_a), "run_b": _rel(c.run_b), "seed": c.seed, "n_boot": c.n_boot,
+                                   "pair_by": c.pair_by, "simulated": c.simulated},
                            seed=c.seed, started_at=iso(started), ended_at=iso(utc_now()), source_run=_rel(c.run_a),
                            counts=RunCounts(segments=c.n_matched, judged=c.n_compared,
                                             unjudged=c.n_matched - c.n_compared, samples=c.n_matched))
+    if c.simulated:
+        manifest.warnings.append("SIMULATED: a judge of this comparison is simulated; its differences are not measured")
     manifest.write(folder)
     return folder
