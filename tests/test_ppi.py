@@ -17,19 +17,29 @@ import pytest
 ppi_py = pytest.importorskip("ppi_py")
 
 from axon_eval.rubric import BANDS, DIMENSIONS  # noqa: E402
+from scipy import stats  # noqa: E402
+
 from axon_eval.stats.coverage import (  # noqa: E402
     SIMULATED_LABEL,
     format_coverage_table,
+    format_small_sample_table,
     ppi_coverage_simulation,
+    small_sample_coverage,
 )
 from axon_eval.stats.ppi import (  # noqa: E402
     PPI_COVERS,
+    SIMULATED_COVERAGE,
+    SMALL_SAMPLE_LABELLED,
     SRS_DESIGN,
     WEIGHTED_DESIGN,
     classical_mean,
     corrected_estimates,
+    coverage_note,
     effective_labels,
+    format_corrected,
     ppi_mean,
+    ppi_rule,
+    simulated_coverage_at,
 )
 
 Z95 = 1.959963984540054
@@ -80,13 +90,19 @@ def test_labels_only_agrees_with_ppi_py_classical(seed):
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_weighted_point_estimate_is_ppi_py_and_variance_is_linearised(seed):
+@pytest.mark.parametrize("n", [120, 450])
+def test_weighted_point_estimate_is_ppi_py_and_variance_is_linearised(seed, n):
+    """Three design weights: with 120 labels each weight's group holds about 40 (< 50), so lam is not tuned
+    on them (lam = 1, ppi_py's point estimate at lam=1); with 450, about 150 each, lam is tuned as ppi_py
+    tunes it."""
     rng = np.random.default_rng(100 + seed)
-    y, yhat, yhat_u = judged_sample(seed)
+    y, yhat, yhat_u = judged_sample(seed, n=n)
     w = rng.choice([1.5, 4.0, 9.0], size=len(y))
     ours = ppi_mean(y, yhat, yhat_u, w=w)
-    assert ours.estimate == pytest.approx(float(np.ravel(ppi_py.ppi_mean_pointestimate(y, yhat, yhat_u, w=w))[0]),
-                                          abs=1e-6)
+    lam = None if n == 450 else 1.0
+    assert (ours.lam == 1.0) if lam == 1.0 else ours.rule.tune_lam
+    assert ours.estimate == pytest.approx(
+        float(np.ravel(ppi_py.ppi_mean_pointestimate(y, yhat, yhat_u, w=w, lam=lam))[0]), abs=1e-6)
     # the variance by hand: weights normalised to mean 1; rectifier centred at its weighted mean
     wn = w / w.mean()
     r = y - ours.lam * yhat
@@ -194,8 +210,10 @@ def test_corrected_estimates_weighted_design_uses_all_segments_and_design_weight
     human["weight"] = np.where(human["band"] == "poor", 2.0, 7.0)
     table = corrected_estimates(judge, human, weight_col="weight").set_index("figure")
     yhat = judge.set_index("segment_id").loc[human["segment_id"], "score"].to_numpy()
+    # the weight-2 group (the human-poor segments) holds fewer than 50 labels: lam = 1, plain PPI
+    assert (human["weight"] == 2.0).sum() < 50 and table.loc["mean score", "lam"] == 1.0
     point = ppi_py.ppi_mean_pointestimate(human["score"].to_numpy(), yhat, judge["score"].to_numpy(),
-                                          w=human["weight"].to_numpy())
+                                          w=human["weight"].to_numpy(), lam=1.0)
     assert table.loc["mean score", "ppi_estimate"] == pytest.approx(float(np.ravel(point)[0]), abs=1e-6)
     assert table.loc["mean score", "n_unlabelled"] == len(judge)
     assert table.loc["mean score", "design"] == WEIGHTED_DESIGN
@@ -264,3 +282,120 @@ def test_weighted_design_covers_the_truth_where_ignoring_the_weights_does_not():
         naive.append(r0.lo <= truth <= r0.hi)
     assert abs(np.mean(weighted) - 0.95) <= binomial_tolerance(n_rep)
     assert np.mean(naive) < np.mean(weighted) - 0.05
+
+
+
+# -- small labelled samples ------------------------------------------------------------------------------
+def test_the_rule_switches_at_50_labels_and_counts_labels_per_stratum():
+    assert SMALL_SAMPLE_LABELLED == 50
+    small, large = ppi_rule(49), ppi_rule(50)
+    assert (small.tune_lam, small.df, small.ddof) == (False, 48.0, 1)
+    assert (large.tune_lam, large.df, large.ddof) == (True, None, 0)
+    # two design weights: the groups hold 60 and 40 labels, so lam is not tuned; 100 labels: normal
+    grouped = ppi_rule(100, [1.0] * 60 + [3.0] * 40)
+    assert (grouped.smallest_stratum, grouped.tune_lam, grouped.df) == (40, False, None)
+    # the design's strata count, not the weights: two strata of 50 -> tuned
+    assert ppi_rule(100, [1.0] * 60 + [3.0] * 40, strata=["a"] * 50 + ["b"] * 50).tune_lam
+    # Kish: w = (1, 1, 3, 3) -> n_eff = 8^2 / 20 = 3.2, df = 2.2
+    assert ppi_rule(4, [1.0, 1.0, 3.0, 3.0]).df == pytest.approx(2.2)
+
+
+@pytest.mark.parametrize("n", [2, 5, 10, 30, 49])
+def test_labels_only_below_50_is_the_student_t_interval(n):
+    y = np.random.default_rng(n).normal(60, 15, n)
+    ours = classical_mean(y, confidence=0.95)
+    lo, hi = stats.t.interval(0.95, n - 1, loc=y.mean(), scale=stats.sem(y))
+    assert (ours.lo, ours.hi) == pytest.approx((lo, hi), abs=1e-9) and ours.df == n - 1
+
+
+def test_ppi_below_50_is_plain_ppi_with_a_student_t_interval():
+    """Hand-derived: lam = 1, se^2 = var(y - yhat, ddof=1) / n + var(yhat_u) / N, quantile t_{n-1}."""
+    y, yhat, yhat_u = judged_sample(3, n=12, n_u=400)
+    ours = ppi_mean(y, yhat, yhat_u, confidence=0.9)
+    point = float(np.ravel(ppi_py.ppi_mean_pointestimate(y, yhat, yhat_u, lam=1.0))[0])
+    se = math.sqrt(np.var(y - yhat, ddof=1) / 12 + np.var(yhat_u) / 400)
+    t = stats.t.ppf(0.95, 11)
+    assert ours.lam == 1.0 and ours.estimate == pytest.approx(point, abs=1e-9)
+    assert (ours.lo, ours.hi) == pytest.approx((point - t * se, point + t * se), abs=1e-9)
+    assert ppi_mean(y, yhat, yhat_u, lam=0.4).lam == 0.4  # an explicit lam is used as given
+
+
+def test_small_samples_now_cover_at_the_nominal_rate():
+    """SIMULATED: n = 5 labelled of 505 segments, human N(60, 15), judge = human + 2 + N(0, 8). The published
+    interval covers the true mean 60 at least 95% of the time (within Monte Carlo error); ppi_py's normal
+    PPI++ interval on the same samples covers it about 80% of the time."""
+    rng = np.random.default_rng(11)
+    n_rep, n, covered, covered_ppi_py = 2000, 5, 0, 0
+    for _ in range(n_rep):
+        y = rng.normal(60, 15, n + 500)
+        yhat = y + 2 + rng.normal(0, 8, n + 500)
+        r = ppi_mean(y[:n], yhat[:n], yhat[n:])
+        covered += r.lo <= 60 <= r.hi
+        lo, hi = ppi_py.ppi_mean_ci(y[:n], yhat[:n], yhat[n:], alpha=0.05)
+        covered_ppi_py += float(np.ravel(lo)[0]) <= 60 <= float(np.ravel(hi)[0])
+    assert covered / n_rep >= 0.95 - binomial_tolerance(n_rep)
+    assert covered_ppi_py / n_rep < 0.85
+
+
+def test_stratified_lam_rule_removes_the_bias_of_tuning_on_the_same_labels():
+    """SIMULATED: a run of 3,000 segments, the judge's poor band oversampled, 4 labels per stratum. ppi_py's
+    tuned estimate (lam tuned on the same 8 labels) is biased by about half a point; the published estimate
+    (lam = 1 below 50 labels per stratum) is not, within Monte Carlo error."""
+    rng = np.random.default_rng(2024)
+    n_rep, n_all, k = 3000, 3000, 4
+    ours, tuned = [], []
+    for _ in range(n_rep):
+        y = rng.normal(60, 15, n_all)
+        yhat = y + 4 + 0.4 * (60 - y) + rng.normal(0, 6, n_all)
+        idx, w, strata = [], [], []
+        for name, stratum in (("poor", yhat < 50), ("rest", yhat >= 50)):
+            pool = np.flatnonzero(stratum)
+            idx.extend(rng.choice(pool, k, replace=False))
+            w.extend([len(pool) / k] * k)
+            strata.extend([name] * k)
+        idx, w = np.array(idx), np.array(w)
+        truth = y.mean()  # the run's human mean
+        ours.append(ppi_mean(y[idx], yhat[idx], yhat, w=w, strata=strata).estimate - truth)
+        tuned.append(float(np.ravel(ppi_py.ppi_mean_pointestimate(y[idx], yhat[idx], yhat, w=w))[0]) - truth)
+    ours, tuned = np.array(ours), np.array(tuned)
+    assert abs(ours.mean()) <= 3 * ours.std() / math.sqrt(n_rep)
+    assert tuned.mean() < -6 * tuned.std() / math.sqrt(n_rep) and tuned.mean() < -0.3
+
+
+def test_the_simulated_coverage_record_is_what_the_simulation_measures():
+    """SIMULATED: the record the corrected figures quote is the table small_sample_coverage() measures (the
+    defaults, 2,000 replications per row, seed 0), to its three decimals."""
+    table = small_sample_coverage()
+    assert table.attrs["simulated"] and table["simulated"].all()
+    wide = table.pivot_table(index=["design", "kind", "n_labelled", "per_stratum"], columns="method",
+                             values="coverage")
+    assert len(wide) == len(SIMULATED_COVERAGE)
+    for r in SIMULATED_COVERAGE:
+        row = wide.loc[(r.design, r.kind, r.n_labelled, r.per_stratum)]
+        assert (r.ppi, r.labels_only) == pytest.approx((row["ppi"], row["labels_only"]), abs=5.01e-4), r
+    text = format_small_sample_table(table)
+    assert text.startswith(SIMULATED_LABEL) and "(4/stratum)" in text and "ppi_py_normal" in text
+    # what the change buys: ppi_py's normal interval against the published one at n = 5 (mean model)
+    srs5 = table[(table["design"] == "srs") & (table["kind"] == "mean") & (table["n_labelled"] == 5)]
+    by = srs5.set_index("method")["coverage"]
+    assert by["ppi_py_normal"] < 0.85 <= 0.94 < by["ppi"]
+
+
+def test_corrected_figures_quote_the_simulated_coverage_at_the_nearest_n():
+    judge, human, _ = run_frames(4, n_lab=28)
+    table = corrected_estimates(judge, human).set_index("figure")
+    score = table.loc["mean score"]
+    assert score["ppi_method"] == "PPI (lam = 1), Student-t, 27 df" and score["lam"] == 1.0
+    record = simulated_coverage_at(28, "mean", weighted=False)
+    assert record.n_labelled == 30 and score["simulated_coverage"] == record.ppi
+    assert score["coverage_note"] == coverage_note(28, "mean", False)
+    assert score["coverage_note"].startswith(
+        "SIMULATED coverage of the 95% intervals at n = 30 (simple random sample, mean model; 28 labelled here)")
+    share = table.loc["share poor"]
+    assert share["coverage_note"].startswith("SIMULATED") and "share model" in share["coverage_note"]
+    assert simulated_coverage_at(12, "share", weighted=False).n_labelled == 10
+    assert "label more" in coverage_note(12, "share", False)  # 78.9% at n = 10: flagged
+    assert simulated_coverage_at(9, "mean", weighted=True).per_stratum == 4
+    lines = format_corrected(corrected_estimates(judge, human))
+    figure_lines = [line for line in lines if ": judge only " in line]
+    assert len(figure_lines) == len(table) and all("SIMULATED coverage" in line for line in figure_lines)

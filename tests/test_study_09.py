@@ -113,8 +113,14 @@ def test_smoke_run_writes_the_study(smoke_run):
     from ppi_py import ppi_mean_pointestimate
 
     yhat = res.set_index("segment_id")["score"].loc[ids].to_numpy()
-    expected = ppi_mean_pointestimate(y, yhat, res["score"].to_numpy(), w=w)
+    # about 10 labels per band stratum, fewer than 50: lam is not tuned on them (plain PPI, lam = 1)
+    expected = ppi_mean_pointestimate(y, yhat, res["score"].to_numpy(), w=w, lam=1.0)
+    assert study["lam"]["mean score"] == 1.0
     assert study["ppi"]["mean score"]["estimate"] == pytest.approx(float(np.ravel(expected)[0]), abs=1e-6)
+    # every corrected figure quotes the SIMULATED coverage at the nearest simulated n (stratified: n = 20 or 60)
+    quoted = study["simulated_coverage"]["mean score"]
+    assert quoted["note"].startswith("SIMULATED coverage of the 95% intervals at n = 20, 10 per stratum")
+    assert quoted["method"].startswith("PPI (lam = 1), Student-t") and set(study["simulated_coverage"]) == set(CORRECTED)
     assert study["full_labels"]["mean score"] == pytest.approx(human_score.mean(), abs=1e-9)
 
     # effective labels: n * (labels-only width / PPI width)^2 (both normal intervals at the same level)

@@ -41,7 +41,7 @@ from .agreement import consensus, score_human_labels
 from .calibration_record import NOT_ALLOWED, CalibrationRecord, calibration_status, claims_verdict, staleness
 from .intervals import CONFIDENCE, HEADLINE_FIGURES, INTERVAL_COVERS, N_BOOT, SEED, figure_values, headline_table, \
     headline_segments
-from .ppi import PPI_COVERS, corrected_estimates
+from .ppi import PPI_COVERS, WEIGHTED_DESIGN, corrected_estimates, simulated_coverage_at
 
 STUDY = "09_corrected_estimates"
 
@@ -108,16 +108,21 @@ class CorrectedStudy:
     def to_json(self) -> dict[str, Any]:
         """The ``study.json`` payload: ``n_labelled``, ``n_unlabelled``, ``naive``, ``labels_only``, ``ppi``
         (per figure ``estimate`` and ``interval`` ``[lo, hi]``; shares as fractions), ``effective_labels``,
-        ``calibration`` (``record``, ``stale``, ``reasons``), ``claims_allowed`` and details."""
+        ``simulated_coverage`` (per figure: the SIMULATED coverage of its PPI interval at the nearest simulated
+        n, the sentence quoting it, and the interval's method), ``calibration`` (``record``, ``stale``,
+        ``reasons``), ``claims_allowed`` and details."""
         naive = {r.figure: {"estimate": _f(r.estimate), "interval": [_f(r.lo), _f(r.hi)], "n": int(r.n),
                             "n_clusters": int(r.n_clusters), "method": r.method, "note": r.note}
                  for r in self.naive.itertuples(index=False)}
         eff = {} if self.corrected is None else {r.figure: _f(r.effective_labels) for r in self.corrected.itertuples(index=False)}
         lam = {} if self.corrected is None else {r.figure: _f(r.lam) for r in self.corrected.itertuples(index=False)}
+        coverage = {} if self.corrected is None else {
+            r.figure: {"ppi": _f(r.simulated_coverage), "note": r.coverage_note, "method": r.ppi_method}
+            for r in self.corrected.itertuples(index=False) if r.coverage_note}
         return {
             "n_labelled": self.n_labelled, "n_unlabelled": self.n_unlabelled,
             "naive": naive, "judge_only": self._per_figure("judge"), "labels_only": self._per_figure("labels"),
-            "ppi": self._per_figure("ppi"), "effective_labels": eff, "lam": lam,
+            "ppi": self._per_figure("ppi"), "effective_labels": eff, "lam": lam, "simulated_coverage": coverage,
             "full_labels": None if self.full_labels is None else {k: _f(v) for k, v in self.full_labels.items()},
             "calibration": {"record": None if self.calibration is None else self.calibration.to_json(),
                             "stale": bool(self.stale) if self.calibration is not None else None,
@@ -141,7 +146,9 @@ def corrected_study(results_df: pd.DataFrame, labels: pd.DataFrame, *, rubric: A
     ``labelled_ids``: keep only these segments' labels as the labelled subset (the rest count as
     unlabelled); ``None`` keeps every label. When the labels cover every judged segment before this
     selection, their full-label values are reported beside the estimates. ``design``: ``segment_id`` and
-    ``weight`` (``N_h / n_h``) of a stratified sample: weighted PPI++; ``None``: a simple random sample.
+    ``weight`` (``N_h / n_h``) of a stratified sample, and optionally its ``stratum`` (the ``lam`` rule of
+    :func:`~axon_eval.stats.ppi.ppi_rule` counts labels per stratum): weighted PPI++; ``None``: a simple
+    random sample.
     ``calibration`` and ``manifest`` (the run's, for :func:`staleness`): a stale record withholds the
     corrected figures; a record without a manifest cannot be checked and allows no claim
     (:func:`~axon_eval.stats.calibration_record.calibration_status`).
@@ -163,21 +170,23 @@ def corrected_study(results_df: pd.DataFrame, labels: pd.DataFrame, *, rubric: A
         if unknown:
             notes.append(f"{len(unknown)} segment(s) chosen for labelling have no label and are left out (e.g. {unknown[:3]})")
         human = human_all[human_all["segment_id"].isin(wanted)].reset_index(drop=True)
-    weight_col = None
+    weight_col = stratum_col = None
     if design is not None:
         missing = sorted(set(human["segment_id"]) - set(design["segment_id"]))
         if missing:
             raise ValueError(f"{len(missing)} labelled segment(s) are not in the design (e.g. {missing[:3]}); "
                              "the design must list every labelled segment with its weight")
-        human = human.merge(design[["segment_id", "weight"]], on="segment_id", how="left")
+        human = human.merge(design[["segment_id", *(c for c in ("weight", "stratum") if c in design.columns)]],
+                            on="segment_id", how="left")
         weight_col = "weight"
+        stratum_col = "stratum" if "stratum" in design.columns else None
 
     stale = staleness(calibration, manifest) if calibration is not None and manifest is not None else []
     if calibration is not None and manifest is None:
         notes.append("no run manifest given: the calibration record could not be checked for staleness")
     claims_allowed, reasons = calibration_status(calibration, manifest)
     claims_text = claims_verdict(calibration, [])[1] if claims_allowed else f"{NOT_ALLOWED}: " + "; ".join(reasons)
-    table = corrected_estimates(judge_all, human, weight_col=weight_col, confidence=confidence)
+    table = corrected_estimates(judge_all, human, weight_col=weight_col, stratum_col=stratum_col, confidence=confidence)
     notes.extend(table.attrs.get("notes", []))
     design_text = table.attrs["design"]
     n_lab = len(set(human["segment_id"]) & judged_ids)
@@ -195,8 +204,11 @@ def corrected_study(results_df: pd.DataFrame, labels: pd.DataFrame, *, rubric: A
 
 def side_by_side(study: CorrectedStudy) -> pd.DataFrame:
     """A table for people: one row per corrected figure with the naive (clustered) interval, judge only,
-    labels only, PPI and the full-label value, as text (shares as percentages), and the effective labels."""
+    labels only, PPI and the full-label value, as text (shares as percentages), the effective labels, and
+    the SIMULATED coverage of the PPI interval at the nearest simulated n."""
     from .intervals import format_value
+
+    weighted = study.design == WEIGHTED_DESIGN
 
     if study.corrected is None:
         return pd.DataFrame({"figure": [], "note": []})
@@ -223,6 +235,8 @@ def side_by_side(study: CorrectedStudy) -> pd.DataFrame:
             "all labels": "-" if full is None or not math.isfinite(full) else format_value(full, share=share),
             "n labelled": r.n_labelled,
             "effective labels": "-" if not math.isfinite(r.effective_labels) else f"{r.effective_labels:.0f}",
+            "PPI coverage (SIMULATED)": "-" if not math.isfinite(r.simulated_coverage) else
+            f"{r.simulated_coverage:.0%} at n = {simulated_coverage_at(r.n_labelled, r.kind, weighted).n_labelled}",
             "note": r.note,
         })
     return pd.DataFrame(rows)
