@@ -35,11 +35,13 @@ def markdown_text(nb: nbformat.NotebookNode) -> str:
 PROVIDER_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL")
 
 
-def run_smoke(notebook: Path, smoke: Path, out: Path, *, cache: Path | None = None, times: int = 1) -> list:
+def run_smoke(notebook: Path, smoke: Path, out: Path, *, cache: Path | None = None, times: int = 1,
+              env: dict[str, str] | None = None) -> list:
     """Execute ``notebook`` ``times`` times on the ``smoke`` parameter file the way ``make studies`` does,
     with every run folder under ``out`` (``$AXON_EVAL_RUNS_DIR``; a study's source and comparison runs
     land there too), the verdict cache at ``cache`` (or the project default when ``None``), and no
-    provider key or base URL in the environment. Returns the :class:`~axon_eval.runs.notebook` results."""
+    provider key or base URL in the environment except those ``env`` sets. Returns the
+    :class:`~axon_eval.runs.notebook` results."""
     import pytest
 
     from axon_eval import runs
@@ -48,6 +50,8 @@ def run_smoke(notebook: Path, smoke: Path, out: Path, *, cache: Path | None = No
     with pytest.MonkeyPatch.context() as mp:
         for var in PROVIDER_ENV:
             mp.delenv(var, raising=False)
+        for var, value in (env or {}).items():
+            mp.setenv(var, value)
         mp.setenv(runs.RUNS_DIR_ENV, str(out))
         if cache is None:
             mp.delenv(runs.CACHE_ENV, raising=False)

@@ -55,39 +55,51 @@ def test_smoke_parameters_are_tiny_and_name_only_notebook_parameters():
     params = load_params_files([SMOKE])
     check_parameters(NOTEBOOK, params, notebook_parameters(NOTEBOOK))
     assert params["limit"] <= 10 and 2 <= params["n_samples"] <= 3
-    assert "judge" not in params, "the smoke run uses the default judge (SIMULATED without a key)"
+    assert "judge" not in params, "the smoke run uses the default judge (always the SIMULATED one)"
 
 
 # -- package helpers ------------------------------------------------------------------------------------
-def test_default_judge_is_claude_with_a_key_and_the_simulation_without():
-    assert default_noise_judge(True) == f"anthropic:{NOISE_STUDY_MODEL}"
-    assert default_noise_judge(False) == "simulate(heuristic, sd=1, difficulty=0.5, seed=0)"
-    assert default_noise_judge(False, seed=7).endswith("seed=7)")
-    offline = noise_study_judge(None, 5, api_key_present=False)
+def test_default_judge_is_the_simulation_even_with_a_key_in_the_environment(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-fake-key-for-a-test")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-key-for-a-test")
+    assert default_noise_judge() == "simulate(heuristic, sd=1, difficulty=0.5, seed=0)"
+    assert default_noise_judge(seed=7).endswith("seed=7)")
+    offline = noise_study_judge(None, 5)
     assert offline.spec == "repeat(simulate(heuristic, sd=1, difficulty=0.5, seed=0), 5)"
     assert not offline.batch and offline.free_text_spec is None and "SIMULATED" in offline.note
+    assert f"anthropic:{NOISE_STUDY_MODEL}" in offline.note, "the note says how to ask for a paid judge"
     assert "cannot be measured offline" in offline.free_text_note
     judge = build_judge(offline.spec)
     assert judge.judge_id.startswith("repeat(n=5)[simulated(sd=1,difficulty=0.5")
-    online = noise_study_judge(None, 3, api_key_present=True)
-    assert online.spec == f"repeat(anthropic:{NOISE_STUDY_MODEL}, 3)" and online.batch
-    assert online.free_text_spec == f"repeat(anthropic:{NOISE_STUDY_MODEL}#free_text, 3)"
+    named = noise_study_judge(f"anthropic:{NOISE_STUDY_MODEL}", 3)
+    assert named.spec == f"repeat(anthropic:{NOISE_STUDY_MODEL}, 3)" and named.batch
+    assert named.free_text_spec == f"repeat(anthropic:{NOISE_STUDY_MODEL}#free_text, 3)"
+
+
+def test_no_notebook_reads_the_environment_for_a_default():
+    """A notebook's defaults never depend on the environment: no code cell reads os.environ or getenv
+    or names a provider variable (a paid judge runs only when passed as a parameter)."""
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+        for needle in ("environ", "getenv", "ANTHROPIC_", "OPENAI_", "api_key"):
+            assert needle not in code, f"{path.name} reads {needle!r} in a code cell"
 
 
 def test_named_judges_batch_only_for_anthropic_and_free_text_only_for_llm_leaves():
-    local = noise_study_judge("anthropic:claude-haiku-4-5@http://127.0.0.1:9#structured", 2, api_key_present=False)
+    local = noise_study_judge("anthropic:claude-haiku-4-5@http://127.0.0.1:9#structured", 2)
     assert local.batch and local.spec == "repeat(anthropic:claude-haiku-4-5@http://127.0.0.1:9#structured, 2)"
     assert local.free_text_spec == "repeat(anthropic:claude-haiku-4-5@http://127.0.0.1:9#free_text, 2)"
-    openai = noise_study_judge("openai:m@http://127.0.0.1:9/v1", 2, api_key_present=True)
+    openai = noise_study_judge("openai:m@http://127.0.0.1:9/v1", 2)
     assert not openai.batch and openai.free_text_spec == "repeat(openai:m@http://127.0.0.1:9/v1#free_text, 2)"
-    ensemble = noise_study_judge("ensemble(heuristic, heuristic)", 2, api_key_present=True)
+    ensemble = noise_study_judge("ensemble(heuristic, heuristic)", 2)
     assert not ensemble.batch and ensemble.free_text_spec is None and ensemble.free_text_note
     with pytest.raises(ValueError, match="n_samples"):
-        noise_study_judge(None, 1, api_key_present=False)
+        noise_study_judge(None, 1)
     with pytest.raises(ValueError, match="not a repeat"):
-        noise_study_judge("repeat(heuristic, 3)", 3, api_key_present=False)
+        noise_study_judge("repeat(heuristic, 3)", 3)
     with pytest.raises(ValueError, match="spec string"):
-        noise_study_judge(3, 3, api_key_present=False)
+        noise_study_judge(3, 3)
 
 
 def test_samples_from_results_keeps_one_row_per_sample_with_the_records_tokens():
@@ -155,9 +167,14 @@ def test_noise_figures_say_simulated_first_and_survive_zero_variance(zero, tmp_p
 # -- the offline SIMULATED smoke run ---------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory):
+    """The smoke run on the default judge with a (fake) Anthropic key in the environment and the SDK's base
+    URL pointing at a local fake server that counts what it is asked: the default must stay offline."""
     out = tmp_path_factory.mktemp("runs")
-    (result,) = run_smoke(NOTEBOOK, SMOKE, out, cache=out / "cache.sqlite")
-    return out, result
+    with FakeJudgeServer(lifetime_s=600) as server:
+        (result,) = run_smoke(NOTEBOOK, SMOKE, out, cache=out / "cache.sqlite",
+                              env={"ANTHROPIC_API_KEY": "sk-ant-fake-key-for-a-test", "ANTHROPIC_BASE_URL": server.url})
+        requests = server.requests
+    return out, result, requests
 
 
 def _outputs(notebook_path: Path) -> str:
@@ -175,8 +192,9 @@ def _outputs(notebook_path: Path) -> str:
 
 @pytest.mark.slow
 def test_smoke_run_is_simulated_counts_segments_and_says_so_everywhere(smoke_run):
-    out, result = smoke_run
+    out, result, requests = smoke_run
     assert result.status == "complete", result.error
+    assert requests == 0, "ANTHROPIC_API_KEY was set, yet the default judge must not call a model"
     folder = result.run_dir
     assert folder.parent == out and "03-judge-noise" in folder.name
     assert not list((ROOT / "runs").glob(f"{folder.name}*")), "the run must land under tmp_path only"

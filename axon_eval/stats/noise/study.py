@@ -18,7 +18,8 @@ from .members import _num
 # =============================================================================================
 # The study 03 notebook's inputs: which judge to repeat, and the samples table of its run
 # =============================================================================================
-#: The Claude model study 03 repeats when ``ANTHROPIC_API_KEY`` is set and no judge is named.
+#: The Claude model the study 03 notebook suggests for a paid run; it runs only when passed explicitly as
+#: ``judge="anthropic:claude-sonnet-4-5"`` (never because a key happens to be in the environment).
 NOISE_STUDY_MODEL = "claude-sonnet-4-5"
 #: Points from the nearest band edge within which a segment's mean score counts as borderline.
 BORDERLINE_POINTS = 5.0
@@ -31,11 +32,10 @@ _API_LEAF = ("anthropic:", "openai:")
 _MODES = ("structured", "free_text")
 
 
-def default_noise_judge(api_key_present: bool, *, seed: int = 0) -> str:
-    """The spec study 03 repeats when none is named: ``anthropic:<NOISE_STUDY_MODEL>`` when an Anthropic
-    key is present, else the SIMULATED stand-in ``simulate(heuristic, sd=1, difficulty=0.5, seed=<seed>)``."""
-    if api_key_present:
-        return f"anthropic:{NOISE_STUDY_MODEL}"
+def default_noise_judge(*, seed: int = 0) -> str:
+    """The spec study 03 repeats when none is named: always the offline SIMULATED stand-in
+    ``simulate(heuristic, sd=1, difficulty=0.5, seed=<seed>)``, whatever the environment holds (a paid
+    judge runs only when named)."""
     return f"simulate(heuristic, sd=1, difficulty=0.5, seed={int(seed)})"
 
 
@@ -55,9 +55,9 @@ class NoiseStudyJudge:
     note: str
 
 
-def noise_study_judge(judge: str | None, n_samples: int, *, api_key_present: bool, seed: int = 0,
-                      ) -> NoiseStudyJudge:
-    """Resolve study 03's ``judge`` parameter (the spec to repeat; None: :func:`default_noise_judge`).
+def noise_study_judge(judge: str | None, n_samples: int, *, seed: int = 0) -> NoiseStudyJudge:
+    """Resolve study 03's ``judge`` parameter (the spec to repeat; None: :func:`default_noise_judge`, the
+    offline SIMULATED judge, never a paid one: the environment is not read).
 
     Raises ``ValueError`` for ``n_samples < 2`` (noise needs two judgements of the same evidence), a
     non-string judge, or a judge that is already ``repeat(...)`` (``n_samples`` sets the repeats).
@@ -65,9 +65,9 @@ def noise_study_judge(judge: str | None, n_samples: int, *, api_key_present: boo
     if isinstance(n_samples, bool) or not isinstance(n_samples, int | np.integer) or n_samples < 2:
         raise ValueError(f"n_samples must be an integer >= 2 (noise needs repeated judgements), got {n_samples!r}")
     if judge is None:
-        inner = default_noise_judge(api_key_present, seed=seed)
-        note = (f"judge=None and ANTHROPIC_API_KEY is set: Claude ({NOISE_STUDY_MODEL})" if api_key_present else
-                "judge=None and no ANTHROPIC_API_KEY: a SIMULATED judge stands in for a sampled language model")
+        inner = default_noise_judge(seed=seed)
+        note = ("judge=None: a SIMULATED judge stands in for a sampled language model; a paid judge runs only "
+                f"when named, e.g. judge=\"anthropic:{NOISE_STUDY_MODEL}\"")
     elif isinstance(judge, str) and judge.strip():
         inner = judge.strip()
         note = "judge named by the parameter"
