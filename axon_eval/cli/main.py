@@ -4,12 +4,14 @@ Verb groups, one module each: :mod:`.evidence` (``schema``, ``validate``), :mod:
 documents the exit codes), :mod:`.compare` (``compare``, ``gate``), :mod:`.drift` (``anchor``, ``drift``), :mod:`.labelling`
 (``sample-for-labelling``, ``import-labels``), :mod:`.importers` (``import-traces``, ``export-otlp``),
 :mod:`.reference` (``grade-reference``). Output piped into a program that stops reading early (``| head``)
-ends quietly.
+ends quietly. Ctrl-C prints one line (how much a run judged and where its folder is, kept and marked
+``interrupted``: :class:`axon_eval.runs.manifest.RunInterrupted`), never a traceback, and exits 130.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -47,9 +49,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         handler: Handler = args.handler
         return handler(args)
+    except KeyboardInterrupt as exc:
+        return interrupted(exc)
     except BrokenPipeError:
         # the reader went away (``| head``): stop quietly; point stdout at devnull so the interpreter's
         # final flush does not raise again
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+
+
+def interrupted(exc: KeyboardInterrupt) -> int:
+    """Ctrl-C: one line on stderr (a run's :meth:`~axon_eval.runs.manifest.RunInterrupted.line`, else
+    ``interrupted``) and exit 130."""
+    from ..runs.manifest import EXIT_INTERRUPTED
+
+    line = exc.line() if hasattr(exc, "line") else "interrupted (Ctrl-C)"
+    with contextlib.suppress(Exception):
+        print(line, file=sys.stderr, flush=True)
+    return EXIT_INTERRUPTED

@@ -325,7 +325,7 @@ def _cmd_rerun(args: argparse.Namespace) -> int:
 
 
 #: ``index`` columns: (heading, width limit); ``--json`` prints every column of :func:`axon_eval.runs.index`.
-INDEX_TABLE = (("run", 80), ("kind", 9), ("status", 10), ("judge", 28), ("rubric", 18), ("judged", 14),
+INDEX_TABLE = (("run", 80), ("kind", 9), ("status", 11), ("judge", 28), ("rubric", 18), ("judged", 14),
                ("note", 80))
 
 
@@ -335,7 +335,8 @@ def _clip(text: str, width: int) -> str:
 
 def index_rows(frame: Any) -> list[dict[str, str]]:
     """The rows of the ``index`` table, as text: the run folder, kind, status, judge, rubric (its name,
-    else its id), judged segments as ``k of n``, and a note: first what the judge was not
+    else its id), judged segments as ``k of n`` (``n`` the segments the run set out to judge:
+    ``planned_segments``, larger than ``segments`` for an interrupted run), and a note: first what the judge was not
     (``SIMULATED``, ``local server, not the provider``: the ``judge_disclosure`` column, or
     :func:`axon_eval.runs.disclosure.judge_disclosure` of the row when the frame has no such column),
     then the study, a budget stop or the error, joined by ``"; "``. Missing values read ``-``."""
@@ -351,7 +352,9 @@ def index_rows(frame: Any) -> list[dict[str, str]]:
     rows = []
     for r in frame.to_dict(orient="records"):
         segments = r.get("segments")
-        judged = "-" if is_missing(segments) or not segments else f"{int(r['judged'])} of {int(segments)}"
+        planned = r.get("planned_segments")
+        total = segments if is_missing(planned) or not planned else planned
+        judged = "-" if is_missing(total) or not total else f"{int(r['judged'])} of {int(total)}"
         study = r.get("study")
         error = r.get("error")
         disclosure = r.get("judge_disclosure") if "judge_disclosure" in r else judge_disclosure(present(r)).label

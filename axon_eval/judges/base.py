@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import hashlib
 import json
+import threading
 from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
@@ -78,14 +80,37 @@ def run_sync(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
 
     Without a running event loop, ``asyncio.run``. Inside a running loop (Jupyter), the coroutine
     runs with its own loop in a worker thread and this call blocks until it finishes. ``factory``
-    creates the coroutine in the thread that runs it.
+    creates the coroutine in the thread that runs it. A ``KeyboardInterrupt`` (Ctrl-C, a kernel
+    interrupt) cancels the coroutine, as ``asyncio.run`` does, and is re-raised once it has stopped, so
+    no judgement keeps being sent (and paid for) after the interrupt.
     """
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(factory())
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="axon-judge") as pool:
-        return pool.submit(lambda: asyncio.run(factory())).result()
+    started = threading.Event()
+    running: dict[str, Any] = {}
+
+    async def main() -> T:
+        running["loop"], running["task"] = asyncio.get_running_loop(), asyncio.current_task()
+        started.set()
+        return await factory()
+
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="axon-judge")
+    future = pool.submit(lambda: asyncio.run(main()))
+    try:
+        return future.result()
+    except KeyboardInterrupt:
+        started.wait(timeout=5.0)
+        loop, task = running.get("loop"), running.get("task")
+        if loop is not None and task is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has already closed
+                loop.call_soon_threadsafe(task.cancel)
+        with contextlib.suppress(BaseException):  # wait for the cancellation to land; its error is not ours
+            future.result(timeout=30.0)
+        raise
+    finally:
+        pool.shutdown(wait=False)
 
 
 class Judge:
@@ -141,12 +166,15 @@ class Judge:
     # -- many views ------------------------------------------------------------------------------
     async def ajudge_many(self, views: Sequence[EvidenceView], *, concurrency: int = 8,
                           cache: VerdictCache | None = None, progress: bool = True,
-                          samples: int | None = None) -> list[JudgeRecord]:
+                          samples: int | None = None,
+                          completed: dict[int, JudgeRecord] | None = None) -> list[JudgeRecord]:
         """Judge every view ``samples`` times (default ``self.default_samples``).
 
         At most ``concurrency`` judgements are in flight (asyncio semaphore). Records come back in
         input order (view-major). A judgement that raises is turned into an error record; this method
-        never raises for a single failed judgement.
+        never raises for a single failed judgement. ``completed``, when given, receives each record as
+        its judgement finishes, keyed by its position in the returned list (``view * samples + sample``),
+        so a caller whose call is interrupted still has the judgements already made (and paid for).
         """
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency!r}")
@@ -157,18 +185,21 @@ class Judge:
         semaphore = asyncio.Semaphore(concurrency)
         bar = _progress_bar(len(jobs), self.judge_id, progress)
 
-        async def one(view: EvidenceView, sample_index: int) -> JudgeRecord:
+        async def one(position: int, view: EvidenceView, sample_index: int) -> JudgeRecord:
             async with semaphore:
                 try:
-                    return await self.ajudge_cached(view, sample_index, cache)
+                    record = await self.ajudge_cached(view, sample_index, cache)
                 except Exception as exc:  # a bug in one judgement must not sink the run
-                    return self.error_record(view, sample_index, f"{type(exc).__name__}: {exc}")
+                    record = self.error_record(view, sample_index, f"{type(exc).__name__}: {exc}")
                 finally:
                     if bar is not None:
                         bar.update(1)
+                if completed is not None:
+                    completed[position] = record
+                return record
 
         try:
-            return list(await asyncio.gather(*(one(v, s) for v, s in jobs)))
+            return list(await asyncio.gather(*(one(k, v, s) for k, (v, s) in enumerate(jobs))))
         finally:
             if bar is not None:
                 bar.close()
@@ -176,10 +207,11 @@ class Judge:
 
     def judge_many(self, views: Sequence[EvidenceView], *, concurrency: int = 8,
                    cache: VerdictCache | None = None, progress: bool = True,
-                   samples: int | None = None) -> list[JudgeRecord]:
+                   samples: int | None = None,
+                   completed: dict[int, JudgeRecord] | None = None) -> list[JudgeRecord]:
         """Synchronous :meth:`ajudge_many` (works inside a running event loop too)."""
         return run_sync(lambda: self.ajudge_many(views, concurrency=concurrency, cache=cache,
-                                                 progress=progress, samples=samples))
+                                                 progress=progress, samples=samples, completed=completed))
 
     async def aclose(self) -> None:
         """Release per-event-loop resources (HTTP clients); called at the end of ``ajudge_many``."""

@@ -173,6 +173,12 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256  # listen() backlog: a burst of concurrent connects must not overflow it
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up before its answer (a cancelled or interrupted judge) is not an error."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
 
 class FakeJudgeServer:
     """See the module docstring. ``url`` is ``http://127.0.0.1:<port>`` once started."""

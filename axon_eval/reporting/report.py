@@ -258,6 +258,9 @@ def provenance_banners(manifest: Any, judge_ids: Iterable[str] = ()) -> list[str
                        "model's grading")
     if m.get("status") == "failed":
         banners.append(f"This run FAILED: {m.get('error')}")
+    elif m.get("status") == "interrupted":
+        banners.append(f"This run was INTERRUPTED (Ctrl-C): {m.get('error')}; its results hold only what was judged "
+                       "before the interrupt")
     elif m.get("status") == "running":
         banners.append("This run never finished (status running): its results may be incomplete")
     if m.get("git_dirty") is True:

@@ -59,6 +59,7 @@ from .io import (
 from .load import Run, load_run
 from .manifest import (
     EXIT_ERROR,
+    EXIT_INTERRUPTED,
     EXIT_INVALID_LINES,
     EXIT_NO_VALID_TURNS,
     EXIT_NONE_JUDGED,
@@ -67,6 +68,7 @@ from .manifest import (
     EXIT_USAGE,
     NoValidTurnsError,
     RunCounts,
+    RunInterrupted,
     RunManifest,
     exit_code,
 )
@@ -80,6 +82,7 @@ from .options import EvaluationOptions
 __all__ = [
     "CACHE_ENV",
     "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
     "EvaluationOptions",
     "EXIT_INVALID_LINES",
     "EXIT_NONE_JUDGED",
@@ -97,6 +100,7 @@ __all__ = [
     "Run",
     "RunComparison",
     "RunCounts",
+    "RunInterrupted",
     "RunManifest",
     "atomic_write_bytes",
     "atomic_write_text",

@@ -22,8 +22,8 @@ from .manifest import RunManifest
 
 INDEX_COLUMNS: tuple[str, ...] = (
     "run_id", "path", "started_at", "ended_at", "kind", "name", "status", "judge_id", "judge_local",
-    "rubric_id", "rubric_name", "turns_file", "turns_sha256", "segments", "judged", "unjudged", "invalid",
-    "samples", "cost_usd", "git_commit", "git_dirty", "source_run", "study", "simulated", "local_server",
+    "rubric_id", "rubric_name", "turns_file", "turns_sha256", "segments", "planned_segments", "judged", "unjudged",
+    "invalid", "samples", "cost_usd", "git_commit", "git_dirty", "source_run", "study", "simulated", "local_server",
     "judge_disclosure", "error",
 )
 
@@ -31,6 +31,8 @@ INDEX_COLUMNS: tuple[str, ...] = (
 def index(root: str | Path | None = None) -> pd.DataFrame:
     """One row per run folder directly under ``root`` (default ``$AXON_EVAL_RUNS_DIR`` or ``runs``),
     newest first, with the columns :data:`INDEX_COLUMNS`. Hidden folders (``.cache``) are skipped.
+    ``planned_segments`` is what the run set out to judge: ``segments`` unless it was interrupted before
+    writing them all (:attr:`~axon_eval.runs.manifest.RunCounts.total`).
     ``simulated``, ``local_server`` and ``judge_disclosure`` are the run's
     :func:`~axon_eval.runs.disclosure.judge_disclosure` (from its manifest and ``study.json``)."""
     base = Path(root) if root is not None else default_runs_dir()
@@ -50,7 +52,7 @@ def index(root: str | Path | None = None) -> pd.DataFrame:
                 started_at=m.started_at, ended_at=m.ended_at, kind=m.kind, name=m.name, status=m.status,
                 judge_id=m.judge_id, judge_local=m.judge_local, rubric_id=m.rubric_id, rubric_name=m.rubric_name,
                 turns_file=m.turns_file, turns_sha256=m.input_files.get(m.turns_file or "", None),
-                segments=m.counts.segments, judged=m.counts.judged, unjudged=m.counts.unjudged,
+                segments=m.counts.segments, planned_segments=m.counts.total, judged=m.counts.judged, unjudged=m.counts.unjudged,
                 invalid=m.counts.invalid, samples=m.counts.samples, cost_usd=m.cost_usd, git_commit=m.git_commit,
                 git_dirty=m.git_dirty, source_run=m.source_run, error=m.error,
             )

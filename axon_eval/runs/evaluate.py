@@ -12,6 +12,12 @@ is computed (a streaming pre-pass), recorded and printed; chunks are judged thro
 the manifest is finished with ``complete``, ``partial`` or ``failed`` (see :mod:`.manifest`). Any
 exception after the folder exists keeps what was written and marks the run ``failed``.
 
+Ctrl-C (``KeyboardInterrupt``) stops the judging at once; the judgements of the chunk in flight that had
+finished are written too (a segment with only some of its samples done gets unjudged rows for the rest,
+with the reason), the manifest is marked ``interrupted`` with the tokens and cost of what was written and
+``counts.planned_segments`` (the input's segments within the limit), and
+:class:`~.manifest.RunInterrupted` is raised with the folder and ``judged of planned``.
+
 Budget: with ``max_cost_usd``, before each view is sent the reported cost so far plus the view's
 estimate (:mod:`.budget`) must stay within the budget; views beyond it are kept as unjudged rows with
 the reason, and the run ends ``partial``.
@@ -53,7 +59,7 @@ from .io import (
     write_jsonl,
 )
 from .load import Run
-from .manifest import NoValidTurnsError, RunCounts, RunManifest, status_for
+from .manifest import NoValidTurnsError, RunCounts, RunInterrupted, RunManifest, status_for
 from .provenance import repository_root, git_info, package_versions, redact_secrets, relative_to_root
 from .rows import SegmentItem
 from .options import EvaluationOptions
@@ -243,11 +249,52 @@ def record_git(folder: Path, manifest: RunManifest, root: Path | None) -> None:
         print(f"WARNING: {message}", file=sys.stderr)
 
 
+#: The error of a sample whose judgement had not finished when the run was interrupted.
+INTERRUPTED_ERROR = "not judged: the run was interrupted (Ctrl-C) before this judgement finished"
+
+
+class InFlight:
+    """The chunk being judged: the items and views sent to the judge and the records finished so far
+    (keyed as :meth:`~axon_eval.judges.base.Judge.ajudge_many`'s ``completed``)."""
+
+    def __init__(self) -> None:
+        self.items: list[SegmentItem] = []
+        self.views: list[EvidenceView] = []
+        self.done: dict[int, JudgeRecord] = {}
+
+    def start(self, items: Sequence[SegmentItem], views: Sequence[EvidenceView]) -> dict[int, JudgeRecord]:
+        self.items, self.views, self.done = list(items), list(views), {}
+        return self.done
+
+    def clear(self) -> None:
+        self.start([], [])
+
+    def finished(self, judge: Judge) -> tuple[list[SegmentItem], list[JudgeRecord]]:
+        """``(items, records)`` of every sent segment with at least one finished judgement, its unfinished
+        samples as error records saying the run was interrupted (aligned, view-major)."""
+        samples = int(getattr(judge, "default_samples", 1) or 1)
+        done = dict(self.done)
+        items: list[SegmentItem] = []
+        records: list[JudgeRecord] = []
+        for i, (item, view) in enumerate(zip(self.items, self.views, strict=True)):
+            got = [done.get(i * samples + s) for s in range(samples)]
+            if all(r is None for r in got):
+                continue
+            for s, record in enumerate(got):
+                items.append(item)
+                records.append(record if record is not None else judge.error_record(view, s, INTERRUPTED_ERROR))
+        return items, records
+
+
 def _judge_chunk(judge: Judge, views: Sequence[EvidenceView], items: Sequence[SegmentItem], *,
-                 cache: Any, concurrency: int, usage: Usage, max_cost_usd: float | None) -> list[JudgeRecord]:
-    """Judge one chunk through the cache, keeping within the budget (see the module docstring)."""
+                 cache: Any, concurrency: int, usage: Usage, max_cost_usd: float | None,
+                 inflight: InFlight | None = None) -> list[JudgeRecord]:
+    """Judge one chunk through the cache, keeping within the budget (see the module docstring); the views
+    sent and the judgements finished are kept in ``inflight`` while the call runs."""
+    inflight = inflight if inflight is not None else InFlight()
     if max_cost_usd is None:
-        return judge.judge_many(views, concurrency=concurrency, cache=cache, progress=False)
+        done = inflight.start(items, views)
+        return judge.judge_many(views, concurrency=concurrency, cache=cache, progress=False, completed=done)
     allowed: list[int] = []
     planned = usage.spent
     for k, view in enumerate(views):
@@ -258,14 +305,62 @@ def _judge_chunk(judge: Judge, views: Sequence[EvidenceView], items: Sequence[Se
             break
         planned += cost
         allowed.append(k)
+    done = inflight.start([items[k] for k in allowed], [views[k] for k in allowed])
     judged = judge.judge_many([views[k] for k in allowed], concurrency=concurrency, cache=cache,
-                              progress=False) if allowed else []
+                              progress=False, completed=done) if allowed else []
     samples = getattr(judge, "default_samples", 1) or 1
     out: list[JudgeRecord] = list(judged)
     message = BUDGET_ERROR.format(budget=max_cost_usd, spent=usage.spent)
     for view in views[len(allowed):]:
         out.extend(judge.error_record(view, s, message) for s in range(samples))
     return out
+
+
+def count_segments(turns: Iterable[Turn] | Path, limit: int | None = None) -> int:
+    """The segments of the valid turns of ``turns`` (a list or an evidence file, read afresh), within the
+    first ``limit`` valid turns."""
+    stream: Iterable[Turn] = _turn_stream(turns, [])
+    if limit is not None:
+        stream = itertools.islice(stream, limit)
+    return sum(len(split_segments(turn)) for turn in stream)
+
+
+def _interrupted(folder: Path, manifest: RunManifest, writer: RunWriter | None, judge: Judge, rubric: Rubric,
+                 inflight: InFlight, usage: Usage, *, turn_source: Iterable[Turn] | Path, limit: int | None,
+                 invalid_list: list[dict[str, Any]]) -> RunInterrupted:
+    """Keep what an interrupted run judged (see the module docstring) and mark its manifest; returns the
+    :class:`RunInterrupted` to raise. A second Ctrl-C while counting the input leaves the total unknown."""
+    if writer is not None:
+        try:
+            items, records = inflight.finished(judge)
+            if records:
+                usage.add(records)
+                writer.add_scored(items, records, rubric, len({item.turn_id for item in items}))
+            writer.commit()
+        except Exception as exc:  # keep what is on disk; the manifest says why the in-flight chunk is missing
+            writer.abort()
+            manifest.warnings.append(f"the judgements in flight at the interrupt could not be written: "
+                                     f"{type(exc).__name__}: {exc}")
+    with contextlib.suppress(Exception):
+        write_jsonl(folder / "invalid.jsonl", invalid_list)
+    counts = writer.counts if writer is not None else RunCounts()
+    counts.invalid = len(invalid_lines(invalid_list))
+    try:
+        counts.planned_segments = max(count_segments(turn_source, limit), counts.segments)
+    except (KeyboardInterrupt, Exception):  # a second Ctrl-C, or an input that changed: total unknown
+        counts.planned_segments = None
+    manifest.counts = counts
+    for key, value in usage.totals.items():
+        setattr(manifest, key, value)
+    if manifest.cache_path is not None:
+        manifest.cache_hits, manifest.cache_misses = usage.cached, usage.records - usage.cached
+    manifest.status, manifest.failure = "interrupted", None
+    total = "?" if counts.planned_segments is None else counts.planned_segments
+    manifest.error = f"interrupted (Ctrl-C) after {counts.judged} of {total} segments judged"
+    manifest.ended_at = iso(utc_now())
+    with contextlib.suppress(Exception):
+        manifest.write(folder)
+    return RunInterrupted(folder, counts.judged, counts.planned_segments, cached=manifest.cache_path is not None)
 
 
 def evaluate(
@@ -396,6 +491,8 @@ def evaluate(
         notebook=notebook, max_cost_usd=max_cost_usd,
     )
     writer: RunWriter | None = None
+    inflight = InFlight()
+    usage = Usage()
     try:
         manifest.input_files = {rel(f): file_sha256(f) for f in files}
         manifest.turns_file = rel(files[0]) if files else None
@@ -428,7 +525,6 @@ def evaluate(
                   file=sys.stderr)
             manifest.write(folder)
         writer = RunWriter(folder, compress_audit=compress_audit)
-        usage = Usage()
         with open_cache(cache, out) as cache_obj:
             cache_file = getattr(cache_obj, "path", None) if cache_obj is not None else None
             manifest.cache_path = rel(cache_file) if cache_file is not None else None
@@ -445,7 +541,8 @@ def evaluate(
                 else:
                     for items, views, n_turns in chunks:
                         records = _judge_chunk(judge, views, items, cache=cache_obj, concurrency=concurrency,
-                                               usage=usage, max_cost_usd=max_cost_usd)
+                                               usage=usage, max_cost_usd=max_cost_usd, inflight=inflight)
+                        inflight.clear()
                         usage.add(records)
                         writer.add(items, records, rubric, n_turns)
                         if bar is not None:
@@ -473,6 +570,9 @@ def evaluate(
                                      "rest are unjudged rows")
         manifest.ended_at = iso(utc_now())
         manifest.write(folder)
+    except KeyboardInterrupt:
+        raise _interrupted(folder, manifest, writer, judge, rubric, inflight, usage, turn_source=turn_source,
+                           limit=limit, invalid_list=invalid_list) from None
     except BaseException as exc:
         if writer is not None:
             writer.abort()

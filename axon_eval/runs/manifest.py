@@ -7,6 +7,9 @@ Statuses
 ``partial``   some segments are unjudged (judge errors, or the cost budget ran out): they are rows with
               ``status == "unjudged"`` and their reason, never scores of 0.
 ``failed``    no segment was judged, the input held no valid turn, or the run raised; what it had is kept.
+``interrupted`` stopped by Ctrl-C: what was judged is kept (results, verdicts, audit), the tokens and cost
+              spent are recorded, and ``counts.planned_segments`` says how many segments the run set out
+              to judge; running the same command again reuses the cached verdicts.
 
 Exit codes (the CLI's ``evaluate``, ``run``, ``rejudge``, ``rerun`` and ``make run`` all use these)
 -------------------------------------------------------------------------------------------------
@@ -18,6 +21,7 @@ Exit codes (the CLI's ``evaluate``, ``run``, ``rejudge``, ``rerun`` and ``make r
 4   ``failed`` because no segment was judged
 5   the input holds no valid turn
 6   ``--strict`` and at least one input line is invalid (the run itself may be complete)
+130 ``interrupted`` (Ctrl-C): one line says how much was judged and where the folder is
 ==  =====================================================================================
 """
 
@@ -27,7 +31,7 @@ import platform
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from .io import write_json
 from .provenance import redact_secrets
@@ -39,8 +43,10 @@ EXIT_PARTIAL = 3
 EXIT_NONE_JUDGED = 4
 EXIT_NO_VALID_TURNS = 5
 EXIT_INVALID_LINES = 6
+#: Ctrl-C (128 + SIGINT), as a shell reports a process stopped by it.
+EXIT_INTERRUPTED = 130
 
-RunStatus = Literal["running", "complete", "partial", "failed"]
+RunStatus = Literal["running", "complete", "partial", "failed", "interrupted"]
 #: ``failure`` values a failed manifest may carry (why it failed), used by :func:`exit_code`.
 FailureKind = Literal["error", "none_judged", "no_valid_turns", "budget"]
 
@@ -62,7 +68,9 @@ class RunCounts(BaseModel):
 
     ``judged + unjudged == segments``; a segment is *judged* when every one of its samples was judged.
     ``samples`` is the number of results rows (segments x samples per segment); ``unjudged_samples`` of
-    them failed. ``invalid``: input lines that could not be used.
+    them failed. ``invalid``: input lines that could not be used. ``planned_segments``: the segments the
+    run set out to judge (the input's, within its limit), recorded when it was interrupted before it had
+    written them all (``None`` otherwise: then ``segments`` are all of them).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -74,6 +82,21 @@ class RunCounts(BaseModel):
     invalid: int = 0
     samples: int = 0
     unjudged_samples: int = 0
+    planned_segments: int | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_plan(self, handler: Any) -> dict[str, Any]:
+        """``planned_segments`` is written only when recorded (an interrupted run), so a finished run's
+        counts read as before."""
+        data = handler(self)
+        if data.get("planned_segments") is None:
+            data.pop("planned_segments", None)
+        return data
+
+    @property
+    def total(self) -> int:
+        """The segments the run was to judge: ``planned_segments`` when recorded, else ``segments``."""
+        return self.segments if self.planned_segments is None else self.planned_segments
 
 
 class RunManifest(BaseModel):
@@ -157,8 +180,43 @@ def exit_code(manifest: RunManifest, *, strict: bool = False) -> int:
             manifest.failure or "error", EXIT_ERROR)
     if manifest.status == "partial":
         return EXIT_PARTIAL
+    if manifest.status == "interrupted":
+        return EXIT_INTERRUPTED
     if manifest.status == "running":  # a finished call never leaves this; treat as an error
         return EXIT_ERROR
     if strict and manifest.counts.invalid:
         return EXIT_INVALID_LINES
     return EXIT_OK
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run whose folder is kept, marked ``interrupted`` (a ``KeyboardInterrupt``, so code
+    that does not know it still stops). ``judged`` of ``total`` segments were judged (``None``: unknown);
+    ``cached``: whether the verdicts judged so far are in the verdict cache, so running again reuses them.
+    :meth:`line` is the one line the command line prints."""
+
+    def __init__(self, run_dir: str | Path, judged: int | None = None, total: int | None = None, *,
+                 cached: bool = True) -> None:
+        self.run_dir = Path(run_dir)
+        self.judged = judged
+        self.total = total
+        self.cached = cached
+        super().__init__(self.line())
+
+    def line(self) -> str:
+        """``interrupted: <k> of <n> segments judged; run the same command again ... (folder <X> is kept,
+        marked interrupted)``."""
+        done = ("" if self.judged is None else
+                f" {self.judged} of {self.total if self.total is not None else '?'} segments judged;")
+        again = ("run the same command again to reuse cached verdicts" if self.cached else
+                 "run the same command again to judge them (nothing was cached: --no-cache)")
+        return f"interrupted:{done} {again} (folder {self.run_dir} is kept, marked interrupted)"
+
+    @classmethod
+    def from_manifest(cls, run_dir: str | Path, manifest: RunManifest | None) -> RunInterrupted:
+        """The interruption of the run in ``run_dir`` as its manifest records it (counts unknown without
+        one, or when it never counted a segment)."""
+        if manifest is None or not (manifest.counts.segments or manifest.counts.planned_segments):
+            return cls(run_dir)
+        return cls(run_dir, manifest.counts.judged, manifest.counts.total,
+                   cached=manifest.cache_path is not None)

@@ -22,6 +22,12 @@
    or ``failed``); :attr:`NotebookRun.exit_code` maps it to the CLI's exit codes
    (:mod:`axon_eval.runs.manifest`).
 
+Ctrl-C interrupts the kernel (as Jupyter's stop button does), so the cell running stops where it is: a
+``runs.evaluate`` call keeps what it judged and records its cost (:mod:`axon_eval.runs.evaluate`); the
+runner then marks the manifest ``interrupted``, keeps the partial notebook and raises
+:class:`~axon_eval.runs.manifest.RunInterrupted` naming the folder. A second Ctrl-C stops the kernel
+without waiting.
+
 The kernel talks to papermill over IPC sockets in a private temporary folder rather than TCP on
 localhost, which is both quieter (no "Kernel is running over TCP without encryption" warning on every
 run) and closed to other users of the machine.
@@ -30,8 +36,11 @@ run) and closed to other users of the machine.
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
+import signal
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +50,7 @@ import yaml
 
 from .evaluate import record_git
 from .io import RUNS_DIR_ENV, atomic_write_text, file_sha256, iso, new_run_dir, to_jsonable, utc_now, write_json
-from .manifest import RunManifest, exit_code
+from .manifest import RunInterrupted, RunManifest, exit_code
 from .provenance import find_repo_root, package_versions, redact_secrets, redact_text, relative_to_root
 
 #: Parameters the runner sets itself (a caller may not pass them).
@@ -377,6 +386,56 @@ def redact_notebook_file(path: str | Path) -> bool:
     return False
 
 
+class KernelInterrupter:
+    """While a notebook executes (in the main thread), the first Ctrl-C interrupts the kernel instead of
+    the runner (the cell stops where it is and its code can keep what it did); the next one is an
+    ordinary ``KeyboardInterrupt`` here. ``kernel_manager_class`` is the kernel manager papermill should
+    use so the kernel can be found; ``interrupted`` says whether Ctrl-C was pressed."""
+
+    def __init__(self) -> None:
+        from jupyter_client import AsyncKernelManager
+
+        managers: list[Any] = []
+        self.managers = managers
+        self.interrupted = False
+        self._previous: Any = None
+
+        class TrackedKernelManager(AsyncKernelManager):  # type: ignore[misc]
+            def __init__(self, **kwargs: Any) -> None:
+                super().__init__(**kwargs)
+                managers.append(self)
+
+        self.kernel_manager_class = TrackedKernelManager
+
+    def _kernel_pid(self) -> int | None:
+        for manager in reversed(self.managers):
+            pid = getattr(getattr(manager, "provisioner", None), "pid", None)
+            if pid:
+                return int(pid)
+        return None
+
+    def _on_sigint(self, signum: int, frame: Any) -> None:
+        pid = self._kernel_pid()
+        if self.interrupted or pid is None:
+            raise KeyboardInterrupt
+        self.interrupted = True
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # the next Ctrl-C stops the runner
+        try:
+            os.killpg(os.getpgid(pid), signal.SIGINT)  # the kernel runs in its own session
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGINT)
+
+    def __enter__(self) -> KernelInterrupter:
+        if threading.current_thread() is threading.main_thread() and hasattr(os, "killpg"):
+            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+
 def _kernel_config(socket_dir: str) -> Any:
     """Kernel manager settings: IPC sockets under ``socket_dir`` (see the module docstring)."""
     from traitlets.config import Config
@@ -461,18 +520,20 @@ def run_notebook(
 
     error: str | None = None
     error_class: str | None = None
-    interrupted: BaseException | None = None
-    with tempfile.TemporaryDirectory(prefix="axon-kernel-") as socket_dir:
+    interrupted = False
+    with tempfile.TemporaryDirectory(prefix="axon-kernel-") as socket_dir, KernelInterrupter() as stopper:
         try:
             papermill.execute_notebook(
                 str(nb_src), str(executed), parameters={**given, "run_dir": str(run_dir)}, kernel_name=kernel,
                 cwd=str(root), progress_bar=progress, start_timeout=start_timeout, log_output=False,
-                config=_kernel_config(socket_dir),
+                config=_kernel_config(socket_dir), kernel_manager_class=stopper.kernel_manager_class,
             )
-        except KeyboardInterrupt as exc:
-            error, error_class, interrupted = "KeyboardInterrupt: execution interrupted", "KeyboardInterrupt", exc
+        except KeyboardInterrupt:
+            error, error_class, interrupted = "KeyboardInterrupt: execution interrupted", "KeyboardInterrupt", True
         except Exception as exc:  # any execution failure: keep the partial notebook, mark the run failed
             error, error_class = _execution_error(exc)
+        # Ctrl-C reached the kernel and stopped a cell (one pressed while the kernel was idle changes nothing)
+        interrupted = interrupted or (stopper.interrupted and error is not None)
 
     warnings: list[str] = []
     exported: Path | None = None
@@ -505,7 +566,11 @@ def run_notebook(
     manifest.notebook = info
     manifest.input_files = {rel(nb_src): source_sha, **manifest.input_files}
     manifest.warnings = [*manifest.warnings, *warnings]
-    if error is not None:
+    if interrupted:
+        manifest.status, manifest.failure = "interrupted", None
+        if manifest.error is None:
+            manifest.error = "interrupted (Ctrl-C)"
+    elif error is not None:
         manifest.status = "failed"
         manifest.failure = "no_valid_turns" if error_class == "NoValidTurnsError" else "error"
         manifest.error = redact_secrets(error if manifest.error is None else f"{error}; {manifest.error}")
@@ -513,7 +578,7 @@ def run_notebook(
         manifest.status = "complete"
     manifest.ended_at = iso(utc_now())
     manifest.write(run_dir)
-    if interrupted is not None:
-        raise interrupted
+    if interrupted:
+        raise RunInterrupted.from_manifest(run_dir, manifest)
     return NotebookRun(run_dir=run_dir, notebook_path=executed, html_path=exported, status=manifest.status,
                        error=manifest.error, manifest=manifest)
