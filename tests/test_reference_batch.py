@@ -127,7 +127,7 @@ def test_an_interrupted_batch_run_resumes_polling_instead_of_paying_twice(tmp_pa
 def test_the_heuristic_judge_with_batch_is_refused_before_anything_is_written(tmp_path, capsys):
     out = tmp_path / "runs"
     assert main(["grade-reference", "--out", str(out), "--batch"]) == EXIT_USAGE
-    assert "batch mode needs a claude:<model> reference judge" in capsys.readouterr().err
+    assert "batch mode needs an anthropic:<model> reference judge" in capsys.readouterr().err
     assert not out.exists()
     with pytest.raises(ValueError, match="batch mode needs"):
         grade_reference(QUESTIONS, RESPONSES, "heuristic", out_dir=out, batch=True)

@@ -2,19 +2,20 @@
 
 ::
 
-    python -m axon_eval grade-reference [--judge heuristic|claude:<model>[@<base_url>]]
+    python -m axon_eval grade-reference [--judge heuristic|anthropic:<model>[@<base_url>]]
         [--questions FILE] [--responses FILE] [--labels FILE | --no-labels] [--db FILE]
         [--question ID ...] [--response ID ...] [--max-cost-usd X] [--concurrency N] [--batch]
         [--out DIR] [--no-cache] [--strict] [--json]
 
 Defaults: the bundled set (``data/reference/questions.yaml``, ``responses.jsonl``, ``labels.csv``) on the
-bundled ``shop.sqlite`` with the offline heuristic judge. Writes a run folder
-(:func:`axon_eval.reference.run.grade_reference`), prints it, the grade counts, the agreement with the
-labels (false passes, false fails, review-required; overall and held-out), cache hits, tokens and cost.
-For a paid judge the estimated cost is printed on stderr before the first call.
+bundled ``shop.sqlite`` with the offline heuristic judge. A paid judge is an API leaf in the grammar of
+every other verb's judge spec, ``anthropic:<model>[@<base_url>]`` (``claude:<model>[@<base_url>]`` is
+an alias). Writes a run folder (:func:`axon_eval.reference.run.grade_reference`), prints it, the grade
+counts, the agreement with the labels (false passes, false fails, review-required; overall and held-out),
+cache hits, tokens and cost. For a paid judge the estimated cost is printed on stderr before the first call.
 
-``--batch`` (Claude judge only; the heuristic is refused, exit 2): the uncached responses go to the API as
-one Message Batch at the batch price (:mod:`axon_eval.reference.batch`); its id is in the manifest and the
+``--batch`` (``anthropic:`` judge only; the heuristic is refused, exit 2): the uncached responses go to the
+API as one Message Batch at the batch price (:mod:`axon_eval.reference.batch`); its id is in the manifest and the
 run folder's ``batch.json`` before polling, so a run interrupted while waiting, started again with the same
 arguments, resumes polling that batch instead of paying again. ``--max-cost-usd`` bounds what is submitted.
 
@@ -29,11 +30,27 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "reference"
+_ROLE = re.compile(r":[a-z]+:`~?([^`]+)`")
+_LITERAL = re.compile(r"``([^`]+)``")
+
+
+def plain_help(text: str) -> str:
+    """reST text (a module docstring) as plain text for ``--help``: ``:func:`~a.b.c``` -> ``c``,
+    ``:mod:`a.b``` -> ``a.b``, double-backtick literals lose their backticks, a bare ``::`` line goes and
+    a paragraph ending in ``::`` (a literal block follows) ends in ``:``."""
+    def role(match: re.Match[str]) -> str:
+        target = match.group(1)
+        return target.rsplit(".", 1)[-1] if match.group(0).split("`", 1)[1].startswith("~") else target
+
+    text = _LITERAL.sub(r"\1", _ROLE.sub(role, text))
+    text = re.sub(r"(?m)^[ \t]*::[ \t]*\n(?:[ \t]*\n)?", "", text)  # a bare "::" line introduces a literal block
+    return re.sub(r"(?m)::$", ":", text)
 
 
 def _cmd_grade_reference(args: argparse.Namespace) -> int:
@@ -103,9 +120,10 @@ def _cmd_grade_reference(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     """Add the ``grade-reference`` verb to the ``python -m axon_eval`` subparsers ``sub``."""
     p = sub.add_parser("grade-reference", help="grade recorded answers against the simulated business",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=plain_help(__doc__ or ""), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--judge", default="heuristic",
-                   help="heuristic (offline, default) or claude:<model>[@<base_url>]")
+                   help="heuristic (offline, default) or anthropic:<model>[@<base_url>] (the API leaf of every "
+                        "verb's judge spec; claude:<model>[@<base_url>] is an alias)")
     p.add_argument("--questions", type=Path, help="questions YAML (default: the bundled set)")
     p.add_argument("--responses", type=Path, help="responses JSON Lines (default: the bundled set)")
     p.add_argument("--labels", type=Path, help="constructed labels CSV (default: the bundled labels)")
@@ -116,7 +134,7 @@ def register(sub: Any) -> None:
     p.add_argument("--max-cost-usd", type=float, metavar="X", help="stop before the reported cost exceeds X USD")
     p.add_argument("--concurrency", type=int, default=4, help="judge calls at a time (default 4)")
     p.add_argument("--batch", action="store_true",
-                   help="send the uncached responses as one Anthropic Message Batch (Claude judge only; batch "
+                   help="send the uncached responses as one Anthropic Message Batch (anthropic: judge only; batch "
                         "price; resumable)")
     p.add_argument("--out", type=Path, help="parent folder of the run folder (default runs/)")
     p.add_argument("--no-cache", action="store_true", help="neither reuse nor store grades")

@@ -4,7 +4,8 @@ Valid forms (nest freely)::
 
     heuristic                                   offline deterministic judge (code only)
     heuristic(lexicon=<name>)                   the same with a domain lexicon (sports default, retail, finance, none)
-    anthropic:<model>[@<base_url>][#free_text]  Claude through the Anthropic API (or a compatible server)
+    anthropic:<model>[@<base_url>][#free_text]  Claude through the Anthropic API (or a compatible server);
+                                                claude:<model>... is an alias (the same judge and id)
     openai:<model>[@<base_url>][#free_text]     any OpenAI-compatible server
     repeat(<spec>, <n>)                         n samples per view
     ensemble(<spec>, <spec>, ..., reducer=mean|median|majority, disagree_at=<points>)
@@ -56,7 +57,7 @@ from .base import Judge
 VALID_FORMS = (
     "heuristic",
     "heuristic(lexicon=sports|retail|finance|none)",
-    "anthropic:<model>[@<base_url>][#free_text]",
+    "anthropic:<model>[@<base_url>][#free_text]  (alias claude:<model>...)",
     "openai:<model>[@<base_url>][#free_text]",
     "repeat(<spec>, <n>)",
     "ensemble(<spec>, <spec>, ..., reducer=mean|median|majority, disagree_at=<points>)",
@@ -210,15 +211,36 @@ def _number(spec: str, where: str, text: str, kind: type) -> Any:
         raise SpecError(spec, f"{where} must be {'an integer' if kind is int else 'a number'}, got {text!r}") from None
 
 
-def _build_api_leaf(kind: str, rest: str, text: str, spec: str, options: dict[str, Any]) -> Judge:
-    """``<kind>:<model>[@<base_url>][#structured|#free_text]`` -> an Anthropic or OpenAI-compatible judge.
+#: Provider prefixes of an API leaf, and the aliases read as one of them.
+API_PROVIDERS = ("anthropic", "openai")
+API_ALIASES = {"claude": "anthropic"}
 
-    The ``#mode`` suffix is split off last (``rpartition``), the model from the URL at the first ``@``.
-    A mode in the spec and a different ``mode=`` option conflict (``SpecError``); an invalid URL is a
-    ``SpecError`` naming it with credentials masked.
-    """
-    from ._llm import MODES, InvalidEndpoint, mask_url
 
+@dataclass(frozen=True)
+class ApiLeaf:
+    """An API leaf ``<provider>:<model>[@<base_url>][#structured|#free_text]`` split into its parts
+    (``provider`` is ``anthropic`` or ``openai``, an alias already resolved; ``mode`` ``None`` when the spec
+    names none)."""
+
+    provider: str
+    model: str
+    base_url: str | None
+    mode: str | None
+
+
+def parse_api_leaf(text: str, spec: str | None = None) -> ApiLeaf | None:
+    """The parts of ``text`` when it is an API leaf (``anthropic:``, ``openai:`` or the alias ``claude:``),
+    else ``None``. The ``#mode`` suffix is split off last (``rpartition``), the model from the URL at the
+    first ``@``. ``SpecError`` (naming ``spec``, default ``text``) for an unknown mode, no model or an
+    empty URL. One grammar for every verb: the evaluation judges (:func:`build_judge`) and the reference
+    judge (:func:`axon_eval.reference.make_judge`) both read their leaves here."""
+    from ._llm import MODES
+
+    spec = text if spec is None else spec
+    kind, sep, rest = text.strip().partition(":")
+    kind = API_ALIASES.get(kind, kind)
+    if not sep or kind not in API_PROVIDERS or not rest:
+        return None
     form = f"{kind}:<model>[@<base_url>][#free_text]"
     body, hash_, mode = rest.rpartition("#") if "#" in rest else (rest, "", "")
     if hash_ and mode not in MODES:
@@ -228,22 +250,34 @@ def _build_api_leaf(kind: str, rest: str, text: str, spec: str, options: dict[st
     model, base_url = model.strip(), base_url.strip()
     if not model or (at and not base_url):
         raise SpecError(spec, f"{kind} spec {text!r} needs {form}")
+    return ApiLeaf(kind, model, base_url if at else None, mode if hash_ else None)
+
+
+def _build_api_leaf(leaf: ApiLeaf, text: str, spec: str, options: dict[str, Any]) -> Judge:
+    """An Anthropic or OpenAI-compatible judge from a parsed leaf (:func:`parse_api_leaf`).
+
+    A mode in the spec and a different ``mode=`` option conflict (``SpecError``); an invalid URL is a
+    ``SpecError`` naming it with credentials masked.
+    """
+    from ._llm import InvalidEndpoint, mask_url
+
     leaf_options = dict(options)
-    if at:
-        leaf_options["base_url"] = base_url
-    if hash_:
-        if options.get("mode") not in (None, mode):
-            raise SpecError(spec, f"{text!r} asks for mode {mode!r} but the option mode={options['mode']!r} "
+    if leaf.base_url is not None:
+        leaf_options["base_url"] = leaf.base_url
+    if leaf.mode is not None:
+        if options.get("mode") not in (None, leaf.mode):
+            raise SpecError(spec, f"{text!r} asks for mode {leaf.mode!r} but the option mode={options['mode']!r} "
                                   "was given too")
-        leaf_options["mode"] = mode
-    if kind == "anthropic":
+        leaf_options["mode"] = leaf.mode
+    if leaf.provider == "anthropic":
         from .anthropic_judge import AnthropicJudge as judge_class
     else:
         from .openai_judge import OpenAIJudge as judge_class  # type: ignore[assignment]
     try:
-        return judge_class(model, **leaf_options)
+        return judge_class(leaf.model, **leaf_options)
     except InvalidEndpoint as exc:  # show the spec with this URL masked even when it has no scheme
-        raise SpecError(spec.replace(base_url, mask_url(base_url)), str(exc)) from None
+        base_url = leaf.base_url or ""
+        raise SpecError(spec.replace(base_url, mask_url(base_url)) if base_url else spec, str(exc)) from None
 
 
 def _no_prompt_file(spec: str, what: str, options: dict[str, Any]) -> None:
@@ -263,9 +297,9 @@ def _build(node: Leaf | Quoted | Call, spec: str, options: dict[str, Any]) -> Ju
 
             _no_prompt_file(spec, "the heuristic judge", options)
             return HeuristicJudge()
-        kind, sep, rest = text.partition(":")
-        if sep and kind in ("anthropic", "openai") and rest:
-            return _build_api_leaf(kind, rest, text, spec, options)
+        leaf = parse_api_leaf(text, spec)
+        if leaf is not None:
+            return _build_api_leaf(leaf, text, spec, options)
         raise SpecError(spec, f"unknown judge {text!r}")
     if node.name == "heuristic":
         if node.args or set(node.kwargs) - {"lexicon"}:

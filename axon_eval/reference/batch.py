@@ -58,7 +58,7 @@ def batch_judge(judge: Any) -> Any:
 
     if isinstance(judge, ClaudeReferenceJudge):
         return judge
-    raise ValueError(f"batch mode needs a claude:<model> reference judge (Message Batches are an Anthropic API); "
+    raise ValueError(f"batch mode needs an anthropic:<model> reference judge (Message Batches are an Anthropic API); "
                      f"{getattr(judge, 'judge_id', judge)!r} makes no API call: grade without --batch")
 
 

@@ -84,7 +84,7 @@ def parse_output(text: str, judge_id: str) -> JudgeOutput:
 
 
 class ClaudeReferenceJudge(AnthropicJudge):
-    """``claude:<model>[@<base_url>]``: the structured-output reference judge.
+    """``anthropic:<model>[@<base_url>]`` (alias ``claude:<model>...``): the structured-output reference judge.
 
     An :class:`~axon_eval.judges.anthropic_judge.AnthropicJudge` (so endpoint, key, retry and error rules
     are the verdict judge's, :mod:`axon_eval.judges._llm`): the endpoint is ``base_url``, else

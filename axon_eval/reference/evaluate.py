@@ -37,27 +37,43 @@ from .spec import Question, load_questions
 
 
 # -- judges ----------------------------------------------------------------------------------------------
+#: The reference judge specs, as error messages and help texts name them.
+REFERENCE_FORMS = ("heuristic", "anthropic:<model>[@<base_url>]  (alias claude:<model>[@<base_url>])")
+
+
 def make_judge(spec: str, **options: Any) -> Any:
-    """A reference judge from its spec: ``heuristic`` (offline, code only) or ``claude:<model>[@<base_url>]``
+    """A reference judge from its spec: ``heuristic`` (offline, code only) or ``anthropic:<model>[@<base_url>]``
     (:class:`.claude.ClaudeReferenceJudge`; without ``@<base_url>`` the endpoint is ``ANTHROPIC_BASE_URL``,
-    else the provider's). ``options`` go to the Claude judge (``max_tokens``, ``timeout_s``, ...).
-    Unknown specs raise ``ValueError`` naming the spec; a missing key for the provider endpoint raises
-    :class:`~axon_eval.judges.base.MissingApiKey`."""
+    else the provider's). The leaf is read by the evaluation judges' parser
+    (:func:`axon_eval.judges.registry.parse_api_leaf`), so the grammar is the same for every verb:
+    ``claude:<model>`` is an alias of ``anthropic:<model>``, and ``#structured`` is accepted (the reference
+    judge always judges in structured output). ``options`` go to the Claude judge (``max_tokens``,
+    ``timeout_s``, ...). An unknown or malformed spec raises ``ValueError`` naming it and the valid forms;
+    a missing key for the provider endpoint raises :class:`~axon_eval.judges.base.MissingApiKey`."""
+    from ..judges.registry import SpecError, parse_api_leaf
     from .heuristic import HeuristicReferenceJudge
 
     text = (spec or "").strip()
+    forms = " | ".join(REFERENCE_FORMS)
     if text == "heuristic":
         if options:
             raise ValueError(f"the heuristic reference judge takes no options, got {sorted(options)}")
         return HeuristicReferenceJudge()
-    if text.startswith("claude:"):
-        from .claude import ClaudeReferenceJudge
+    try:
+        leaf = parse_api_leaf(text, spec)
+    except SpecError as exc:
+        raise ValueError(f"invalid reference judge spec {exc.spec!r}: {exc.problem}; valid forms: {forms}") from None
+    if leaf is None:
+        raise ValueError(f"unknown reference judge {spec!r}; valid forms: {forms}")
+    if leaf.provider != "anthropic":
+        raise ValueError(f"reference judge {spec!r}: reference grading runs on the Anthropic API only (structured "
+                         f"output); valid forms: {forms}")
+    if leaf.mode not in (None, "structured"):
+        raise ValueError(f"reference judge {spec!r}: the reference judge needs structured output, not "
+                         f"#{leaf.mode}; valid forms: {forms}")
+    from .claude import ClaudeReferenceJudge
 
-        model, _, base_url = text.removeprefix("claude:").partition("@")
-        if not model.strip():
-            raise ValueError(f"reference judge spec {spec!r} names no model (expected claude:<model>[@<base_url>])")
-        return ClaudeReferenceJudge(model.strip(), base_url=base_url.strip() or None, **options)
-    raise ValueError(f"unknown reference judge {spec!r} (expected heuristic or claude:<model>[@<base_url>])")
+    return ClaudeReferenceJudge(leaf.model, base_url=leaf.base_url, **options)
 
 
 def judge_spec(judge: Any) -> str:
@@ -65,7 +81,7 @@ def judge_spec(judge: Any) -> str:
     from .claude import ClaudeReferenceJudge
 
     if isinstance(judge, ClaudeReferenceJudge):
-        return f"claude:{judge.model}" + (f"@{judge.base_url}" if judge.base_url else "")
+        return f"anthropic:{judge.model}" + (f"@{judge.base_url}" if judge.base_url else "")
     return "heuristic" if getattr(judge, "judge_id", "").startswith("heuristic-reference") else str(judge.judge_id)
 
 

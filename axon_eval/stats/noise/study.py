@@ -28,7 +28,7 @@ SAMPLE_COLUMNS: tuple[str, ...] = (
     "segment_id", "sample_index", "turn_id", *DIMENSIONS, "score", "band", *CAP_FACTS, "judge_id", "rubric_id",
     "status", "error", *COST_COLUMNS, "cached",
 )
-_API_LEAF = ("anthropic:", "openai:")
+_API_LEAF = ("anthropic:", "claude:", "openai:")  # claude: is the registry's alias of anthropic:
 _MODES = ("structured", "free_text")
 
 
@@ -88,7 +88,7 @@ def noise_study_judge(judge: str | None, n_samples: int, *, seed: int = 0) -> No
     else:
         free_text_note = "free-text mode is compared for a single anthropic:/openai: judge only"
     return NoiseStudyJudge(inner=inner, n_samples=int(n_samples), spec=f"repeat({inner}, {int(n_samples)})",
-                           batch=plain_leaf and inner.startswith("anthropic:"), free_text_spec=free_text_spec,
+                           batch=plain_leaf and inner.startswith(("anthropic:", "claude:")), free_text_spec=free_text_spec,
                            free_text_note=free_text_note, note=note)
 
 
