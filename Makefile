@@ -8,7 +8,7 @@ STAMP := $(VENV)/.axon-eval-installed
 KERNEL := axon-eval
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run test lab bench data studies clean-venv
+.PHONY: help setup run test docs lab bench data studies clean-venv
 
 help: ## list every target
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -29,9 +29,18 @@ run: $(STAMP) ## evaluate the bundled sample (or TURNS=file.jsonl) with the offl
 	$(VPY) -m axon_eval run notebooks/01_evaluate.ipynb -f notebooks/params/default.yaml \
 		$(if $(TURNS),-p turns_file $(abspath $(TURNS)) -p labels_file null -p run_name evaluate-own)
 
-test: $(STAMP) ## check the import layers (lint-imports), then run the test suite (offline, no API key needed)
+test: $(STAMP) ## check the import layers (lint-imports), build the docs, then run the test suite (offline, no API key needed)
 	$(VENV)/bin/lint-imports --no-logo
+	$(MAKE) --no-print-directory docs
 	$(VPY) -m pytest -q
+
+# Warnings are errors (-W, every one reported first with --keep-going), nitpicky (-n: every reference must
+# resolve), a fresh environment each time (-E: an unchanged page's warning is not skipped). Offline.
+DOCS_OUT := docs/_build
+docs: $(STAMP) ## build the documentation site into docs/_build/html (Sphinx + MyST, warnings are errors)
+	@start=$$(date +%s); \
+	$(VPY) -m sphinx -W --keep-going -n -E -q -b html docs $(DOCS_OUT)/html && \
+	echo "docs: $(DOCS_OUT)/html/index.html ($$(( $$(date +%s) - start )) s)"
 
 # Jupyter refuses to start as root without --allow-root (common in containers); LAB_ARGS adds options,
 # e.g. `make lab LAB_ARGS=--no-browser` on a machine without a browser.

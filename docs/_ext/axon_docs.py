@@ -1,0 +1,253 @@
+"""A small Sphinx extension: pages generated from the package at build time, never copied by hand.
+
+``evidence-schema``
+    The evidence format: one table per object of the JSON Schema that ``python -m axon_eval schema``
+    prints (:func:`axon_eval.evidence.turn_json_schema`), then the schema itself. Options:
+    ``:part: tables`` or ``:part: json`` render one half only.
+
+``notebook-parameters``
+    The parameters cell of a notebook (its argument, a path from the repository root) as a table: each
+    name, its default and the comment beside it, read from the notebook at build time.
+
+The docstring ledger
+    The build runs with warnings as errors. A warning raised by a docstring of the package (reST that
+    docutils cannot parse, a cross-reference to a private or undocumented name) is written to
+    ``_build/docstring-warnings.txt`` instead, and the build fails only when there are more of them than
+    ``axon_docstring_warnings_allowed`` in ``conf.py``: a ratchet that only goes down. Every warning
+    raised by a page of ``docs/`` (a broken link, an unknown reference, a bad table, a page outside the
+    table of contents) fails the build at once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from docutils import nodes
+from docutils.parsers.rst import directives
+from sphinx.application import Sphinx
+from sphinx.util.docutils import SphinxDirective
+from sphinx.util.logging import get_node_location, getLogger
+
+LEDGER = "docstring-warnings.txt"
+logger = getLogger(__name__)
+
+
+Cell = str | tuple[str, str]  # plain text, or ("code", text) for a literal
+
+
+def _table(title: str | None, headers: list[str], rows: list[list[Cell]], widths: list[int]) -> nodes.table:
+    """A docutils table built from nodes, so no text from the package is parsed as markup."""
+    table = nodes.table(classes=["colwidths-given"])
+    if title:
+        table += nodes.title(text=title)
+    group = nodes.tgroup(cols=len(headers))
+    table += group
+    for w in widths:
+        group += nodes.colspec(colwidth=w)
+
+    def row_of(cells: list[Cell], header: bool = False) -> nodes.row:
+        row = nodes.row()
+        for cell in cells:
+            entry = nodes.entry()
+            para = nodes.paragraph()
+            if isinstance(cell, tuple):
+                para += nodes.literal(text=cell[1])
+            else:
+                para += nodes.Text(cell)
+            entry += para
+            row += entry
+        return row
+
+    head = nodes.thead()
+    head += row_of(headers, header=True)
+    group += head
+    body = nodes.tbody()
+    for r in rows:
+        body += row_of(r)
+    group += body
+    return table
+
+
+def _type_text(prop: dict[str, Any]) -> str:
+    """A short reading of a property's JSON Schema type (``string``, ``integer or null``, ...)."""
+    if "$ref" in prop:
+        return prop["$ref"].rsplit("/", 1)[-1]
+    if "const" in prop:
+        return json.dumps(prop["const"])
+    if "enum" in prop:
+        return "one of " + ", ".join(str(v) for v in prop["enum"])
+    if "anyOf" in prop:
+        return " or ".join(dict.fromkeys(_type_text(p) for p in prop["anyOf"]))
+    if "oneOf" in prop:
+        return " or ".join(dict.fromkeys(_type_text(p) for p in prop["oneOf"]))
+    kind = prop.get("type", "any")
+    if kind == "array":
+        items = prop.get("items", {})
+        inner = _type_text(items) if items else "any"
+        return f"array of {inner}"
+    if kind == "string" and prop.get("format"):
+        return f"string ({prop['format']})"
+    return str(kind)
+
+
+def _constraints(prop: dict[str, Any]) -> str:
+    out = []
+    if "minLength" in prop:
+        out.append(f"at least {prop['minLength']} character(s)")
+    if "pattern" in prop:
+        out.append(f"pattern {prop['pattern']}")
+    for key in ("minimum", "ge"):
+        if key in prop:
+            out.append(f"at least {prop[key]}")
+    for sub in prop.get("anyOf", []):
+        for key in ("minimum", "ge"):
+            if key in sub:
+                out.append(f"at least {sub[key]}")
+    if "default" in prop:
+        out.append(f"default {json.dumps(prop['default'])}")
+    return "; ".join(dict.fromkeys(out))
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _object_table(title: str, schema: dict[str, Any]) -> nodes.table:
+    required = set(schema.get("required", []))
+    rows: list[list[Cell]] = []
+    for name, prop in schema["properties"].items():
+        notes = "; ".join(x for x in (_one_line(prop.get("description", "")), _constraints(prop)) if x)
+        rows.append([("code", name), _type_text(prop), "yes" if name in required else "no", notes])
+    return _table(title, ["field", "type", "required", "notes"], rows, [18, 30, 10, 42])
+
+
+class EvidenceSchema(SphinxDirective):
+    """Render the evidence JSON Schema of the installed package."""
+
+    has_content = False
+    option_spec = {"part": lambda arg: directives.choice(arg, ("tables", "json", "all"))}
+
+    def run(self) -> list[nodes.Node]:
+        from axon_eval.evidence import turn_json_schema
+
+        schema = turn_json_schema()
+        part = self.options.get("part", "all")
+        out: list[nodes.Node] = []
+        if part in ("tables", "all"):
+            out.append(_object_table("One evidence line (a turn)", schema))
+            for name, sub in schema.get("$defs", {}).items():
+                out.append(nodes.paragraph(text=_one_line(sub.get("description", ""))))
+                out.append(_object_table(f"A step of kind {sub['properties']['kind']['const']} ({name})", sub))
+        if part in ("json", "all"):
+            text = json.dumps(schema, indent=2)
+            block = nodes.literal_block(text, text, language="json")
+            out.append(block)
+        return out
+
+
+def parameters_of(notebook: Path) -> list[tuple[str, str, str]]:
+    """``(name, default, comment)`` of every assignment in the notebook's cell tagged ``parameters``."""
+    import ast
+    import io
+    import tokenize
+
+    cells = json.loads(notebook.read_text())["cells"]
+    cell = next(c for c in cells if "parameters" in c.get("metadata", {}).get("tags", []))
+    source = "".join(cell["source"])
+    comments = {tok.start[0]: tok.string.lstrip("#").strip()
+                for tok in tokenize.generate_tokens(io.StringIO(source).readline) if tok.type == tokenize.COMMENT}
+    rows = []
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            rows.append((node.targets[0].id, ast.get_source_segment(source, node.value) or "",
+                         comments.get(node.lineno, "")))
+    return rows
+
+
+class NotebookParameters(SphinxDirective):
+    """Render a notebook's parameters cell as a table."""
+
+    required_arguments = 1
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        root = Path(self.env.srcdir).parent
+        path = root / self.arguments[0]
+        self.env.note_dependency(str(path))
+        rows: list[list[Cell]] = [[("code", name), ("code", default), comment]
+                                  for name, default, comment in parameters_of(path)]
+        return [_table(None, ["parameter", "default", "meaning"], rows, [20, 25, 55])]
+
+
+def _location_text(app: Sphinx, location: Any) -> str:
+    if isinstance(location, nodes.Node):
+        return get_node_location(location) or ""
+    if isinstance(location, tuple):
+        docname = location[0]
+        return str(app.env.doc2path(docname)) if docname and app.env else ""
+    return str(location or "")
+
+
+class DocstringLedger(logging.Filter):
+    """Keeps warnings raised by the package's docstrings out of the failing count (see the module text)."""
+
+    def __init__(self, app: Sphinx) -> None:
+        super().__init__()
+        self.app = app
+        self.entries: list[str] = []
+        self.generated = str(Path(app.srcdir) / "api" / "generated")
+
+    def is_docstring(self, where: str) -> bool:
+        return "docstring of " in where or where.startswith(self.generated)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return True
+        where = _location_text(self.app, getattr(record, "location", None))
+        # autodoc's signatures and bases carry no location: an unresolved name there is the package's
+        unplaced = (not where or where.startswith("<unknown>")) and str(getattr(record, "type", "")) == "ref"
+        if not (self.is_docstring(where) or unplaced):
+            return True
+        try:
+            message = record.getMessage()
+        except (TypeError, ValueError):
+            message = str(record.msg)
+        self.entries.append(" ".join(f"{where or '(a signature)'}: {message}".split()))
+        return False
+
+
+def _finish(app: Sphinx, exception: Exception | None) -> None:
+    ledger: DocstringLedger = getattr(app, "axon_docstring_ledger", None)
+    if exception is not None or ledger is None:
+        return
+    entries = sorted(set(ledger.entries))
+    out = Path(app.outdir).parent / LEDGER
+    out.write_text("".join(f"{e}\n" for e in entries))
+    allowed = app.config.axon_docstring_warnings_allowed
+    if len(entries) > allowed:
+        logger.warning("%d warnings from the package's docstrings, more than the %d allowed "
+                       "(axon_docstring_warnings_allowed in docs/conf.py); the list is in %s",
+                       len(entries), allowed, out)
+    else:
+        logger.info("docstring ledger: %d warning(s) from the package's docstrings (at most %d allowed), "
+                    "listed in %s", len(entries), allowed, out)
+
+
+def _install_ledger(app: Sphinx) -> None:
+    ledger = DocstringLedger(app)
+    app.axon_docstring_ledger = ledger  # type: ignore[attr-defined]
+    for handler in logging.getLogger("sphinx").handlers:
+        if type(handler).__name__ == "WarningStreamHandler":
+            handler.filters.insert(0, ledger)
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_directive("evidence-schema", EvidenceSchema)
+    app.add_directive("notebook-parameters", NotebookParameters)
+    app.add_config_value("axon_docstring_warnings_allowed", 0, "env", int)
+    app.connect("builder-inited", _install_ledger)
+    app.connect("build-finished", _finish)
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
