@@ -99,3 +99,17 @@ def test_corrected_differences_pair_by_a_named_key_and_say_what_was_left_out():
     assert table.attrs["notes"] == ["1 unit(s) only in A and 0 only in B are not paired and left out"]
     with pytest.raises(ValueError, match="design must be one of"):
         corrected_differences(judge_a, judge_b, human_a, human_b, design="pooled")
+
+
+def test_a_small_labelled_sample_uses_the_small_sample_rule_of_ppi():
+    """Below 50 labelled pairs the difference takes ppi.py's rule: plain PPI (lam = 1) with a Student-t
+    interval; its point estimate is ppi_py's at lam = 1."""
+    rng = np.random.default_rng(5)
+    ja, jb, ha, hb = population(rng, 500, true_difference=1.0, bias_a=0.0, bias_b=1.0)
+    labelled = np.zeros(500, dtype=bool)
+    labelled[rng.choice(500, 20, replace=False)] = True
+    rec = paired_difference(ja, jb, np.where(labelled, ha, np.nan), np.where(labelled, hb, np.nan))
+    d, dhat, dhat_u = (hb - ha)[labelled], (jb - ja)[labelled], (jb - ja)[~labelled]
+    assert rec.lam == 1.0 and "Student-t" in rec.corrected.method
+    assert rec.corrected.estimate == pytest.approx(float(ppi_py.ppi_mean_pointestimate(d, dhat, dhat_u, lam=1)[0]),
+                                                   abs=1e-9)

@@ -15,11 +15,15 @@ designs:
       theta = lam * mean_unlabelled(Dhat) + mean_labelled(D - lam * Dhat)
       se^2  = var(lam * Dhat_u) / N + var(D - lam * Dhat) / n,      interval theta -/+ z se
 
-  with the power-tuned ``lam`` in [0, 1]: exactly ``ppi_py.ppi_mean_ci(D, Dhat, Dhat_u)``. Pairing
-  cancels what the two sides share (the question's difficulty), so the paired design is the narrower.
+  with the power-tuned ``lam`` in [0, 1]: from :data:`~axon_eval.stats.ppi.SMALL_SAMPLE_LABELLED`
+  labelled pairs on exactly ``ppi_py.ppi_mean_ci(D, Dhat, Dhat_u)``; below it the small-sample rule of
+  :mod:`axon_eval.stats.ppi` applies (``lam = 1`` and a Student-t interval, whose coverage ppi.py
+  measures). Pairing cancels what the two sides share (the question's difficulty), so the paired design
+  is the narrower.
 * **Independent** (different traffic): each run's figure is corrected on its own labelled subset and
   the difference of the two PPI++ estimates has ``se^2 = se_A^2 + se_B^2`` (the runs' samples are
-  independent).
+  independent; half-widths add in quadrature, exact for normal intervals and a close approximation for
+  the Student-t intervals of small labelled samples).
 
 Beside each corrected difference the **judge-only** difference is given with its normal interval on
 the same units: it covers the sampling of units but not the judge's bias, so its coverage of the true
@@ -41,7 +45,7 @@ import pandas as pd
 from ..rubric import BANDS
 from .intervals import CONFIDENCE, Interval, figure_values, z_value
 from .paired import PAIR_BY, pair_units
-from .ppi import MIN_LABELLED, classical_mean, ppi_mean
+from .ppi import MIN_LABELLED, PPIResult, classical_mean, ppi_mean
 
 #: The figures a corrected difference is given for (a share capped has no human value).
 DIFFERENCE_FIGURES: tuple[str, ...] = ("mean score", *(f"share {b}" for b in BANDS))
@@ -87,6 +91,14 @@ class CorrectedDifference:
         return asdict(self)
 
 
+def _method(base: str, res: PPIResult) -> str:
+    """``"PPI++ normal, paired differences"``, or with the small-sample rule ``"PPI++ Student-t (df 29),
+    lam = 1, paired differences"``."""
+    if res.df is None:
+        return f"PPI++ normal, {base}"
+    return f"PPI++ Student-t (df {res.df:.0f}), lam = {res.lam:g}, {base}"
+
+
 def _nan_interval(n: int, method: str, confidence: float, note: str) -> Interval:
     return Interval(math.nan, math.nan, math.nan, n, n, method, confidence, note=note)
 
@@ -126,7 +138,7 @@ def paired_difference(judge_a: np.ndarray, judge_b: np.ndarray, human_a: np.ndar
                                    note)
     labels = classical_mean(d[labelled], confidence=confidence)
     res = ppi_mean(d[labelled], dhat[labelled], dhat[judged & ~labelled], confidence=confidence)
-    return CorrectedDifference(figure, kind, "paired", judge_iv, res.interval("PPI++ normal, paired differences"),
+    return CorrectedDifference(figure, kind, "paired", judge_iv, res.interval(_method("paired differences", res)),
                                labels.interval("normal (CLT), labelled pairs only"), float(res.lam), None, None,
                                n_lab, n_unl)
 
@@ -158,7 +170,8 @@ def independent_difference(judge_a: np.ndarray, human_a: np.ndarray, judge_b: np
     fits = [ppi_mean(h[lab], j[lab], j[judged & ~lab], confidence=confidence) for j, h, judged, lab in parts]
     labels = [classical_mean(h[lab], confidence=confidence).interval("labels") for _, h, _, lab in parts]
     corrected = _difference_interval(fits[0].interval("PPI++"), fits[1].interval("PPI++"),
-                                     "PPI++ normal, independent runs")
+                                     _method("independent runs", fits[0]) if fits[0].df is not None
+                                     else _method("independent runs", fits[1]))
     return CorrectedDifference(figure, kind, "independent", judge_iv, corrected,
                                _difference_interval(*labels, "normal (CLT), labelled units only"), None,
                                float(fits[0].lam), float(fits[1].lam), n_lab, n_unl)
