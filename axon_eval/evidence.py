@@ -32,6 +32,15 @@ neither a full row count nor a truncation flag and may store sanitised query tex
 
 Version-1 lines load unchanged and mean what they always meant; a version-1 line that uses
 ``sanitized`` is invalid (it needs version 2).
+
+The JSON Schema and the loader agree
+------------------------------------
+A line is valid for ``load_turns`` exactly when it is valid under :func:`turn_json_schema` (draft
+2020-12, with ``format`` asserted), except for the two rules of a SQL step that compare two of its fields
+(:data:`SQL_STEP_RULES_NOT_IN_SCHEMA`, named in the schema's ``$comment``). So JSON types are not coerced:
+a number given as text (``"84"``) or a boolean is not a number, ``schema_version`` is the number 1 or 2,
+``sanitized`` is ``true`` or ``false``, and ``captured_at`` is RFC 3339 date-time text with its offset
+(:data:`RFC3339_PATTERN`; not a Unix time).
 """
 
 from __future__ import annotations
@@ -47,11 +56,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PrivateAttr,
     SerializerFunctionWrapHandler,
     ValidationError,
+    WithJsonSchema,
     field_serializer,
     model_serializer,
     model_validator,
@@ -73,6 +84,50 @@ EXECUTED_STATUSES = frozenset({"ok", "error", "timeout"})
 FAILED_STATUSES = frozenset({"error", "timeout"})
 
 
+#: An RFC 3339 date-time with its offset (``2024-05-01T09:30:00Z``, ``...T09:30:00.25+02:00``): what
+#: ``captured_at`` must be in a JSON line, and the ``pattern`` the JSON Schema states for it.
+RFC3339_PATTERN = (r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])[Tt]([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,6})?"
+                   r"([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)$")
+_RFC3339 = re.compile(RFC3339_PATTERN)
+
+
+def _json_number(value: Any) -> Any:
+    """A number stays as it is; text and booleans are refused (the JSON Schema says ``number``/``integer``,
+    so ``"5"`` and ``true`` are not numbers here either)."""
+    if isinstance(value, str | bool):
+        raise ValueError(f"must be a JSON number, not {'a string' if isinstance(value, str) else 'a boolean'}")
+    return value
+
+
+def _version(value: Any) -> Any:
+    """``schema_version`` is the number 1 or 2: a boolean is refused (``true`` is not ``1`` in JSON)."""
+    if isinstance(value, bool):
+        raise ValueError("must be the number 1 or 2, not a boolean")
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _rfc3339(value: Any) -> Any:
+    """``captured_at`` read from JSON must be an RFC 3339 date-time text with its offset (a ``datetime`` built
+    in Python passes; its timezone is checked by :class:`Turn`)."""
+    if isinstance(value, datetime):
+        return value
+    if not isinstance(value, str) or not _RFC3339.match(value):
+        raise ValueError("must be an RFC 3339 date-time with a timezone, e.g. 2024-05-01T09:30:00Z")
+    return value
+
+
+#: Milliseconds: an integer or a decimal number, at least 0 (``minimum`` in the JSON Schema).
+NonNegativeNumber = Annotated[int | float, BeforeValidator(_json_number), Field(ge=0),
+                              WithJsonSchema({"type": "number", "minimum": 0})]
+#: A count: an integer, at least 0.
+NonNegativeInt = Annotated[int, Field(ge=0), BeforeValidator(_json_number)]
+
+
+def _require_kind(schema: dict[str, Any]) -> None:
+    """A step's ``kind`` is its discriminator: the input must state it, so the JSON Schema requires it."""
+    schema["required"] = ["kind", *[name for name in schema.get("required", []) if name != "kind"]]
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -80,13 +135,15 @@ class _Model(BaseModel):
 class ToolStep(_Model):
     """A non-SQL tool call (schema discovery, search, ...)."""
 
+    model_config = ConfigDict(json_schema_extra=_require_kind)
+
     kind: Literal["tool"] = "tool"
     name: str = Field(min_length=1)
     status: StepStatus
     args: dict[str, Any] = Field(default_factory=dict)
     output: Any = None
     error: str | None = None
-    elapsed_ms: int | float | None = Field(default=None, ge=0)
+    elapsed_ms: NonNegativeNumber | None = None
 
 
 class SqlStep(_Model):
@@ -98,16 +155,18 @@ class SqlStep(_Model):
     unknown (:attr:`row_count_known`), and ``sanitized`` marks query text with ``?`` for literals.
     """
 
+    model_config = ConfigDict(json_schema_extra=lambda schema: _sql_step_schema(schema))
+
     kind: Literal["sql"] = "sql"
     sql: str = Field(min_length=1)
     status: StepStatus
     error: str | None = None
     columns: list[str] = Field(default_factory=list)
     rows: list[list[Any]] = Field(default_factory=list)
-    row_count: int | None = Field(default=None, ge=0)
-    elapsed_ms: int | float | None = Field(default=None, ge=0)
+    row_count: NonNegativeInt | None = None
+    elapsed_ms: NonNegativeNumber | None = None
     sanitized: bool = Field(
-        default=False,
+        default=False, strict=True,
         description="Schema version 2: the query text is sanitised (literals replaced by ?). Written only when true.")
 
     #: set by :class:`Turn` (schema version 2, ``ok`` step, ``row_count`` null): the full count is unknown
@@ -148,22 +207,53 @@ class SqlStep(_Model):
         return self.row_count if self.row_count is not None else len(self.rows)
 
 
+#: What the JSON Schema of a SQL step cannot state (it compares two fields), checked by the model.
+SQL_STEP_RULES_NOT_IN_SCHEMA = (
+    "row_count, when given, is at least the number of stored rows",
+    "when columns are given, every row has one value per column",
+)
+
+
+def _sql_step_schema(schema: dict[str, Any]) -> None:
+    """The SQL step's JSON Schema: ``kind`` required, no rows unless the status is ``ok``, and a comment
+    naming the cross-field rules a JSON Schema cannot state."""
+    _require_kind(schema)
+    schema["if"] = {"properties": {"status": {"const": "ok"}}}
+    schema["else"] = {"properties": {"rows": {"maxItems": 0}}}
+    schema["$comment"] = ("Also checked by `python -m axon_eval validate`, not expressible in JSON Schema: "
+                          + "; ".join(SQL_STEP_RULES_NOT_IN_SCHEMA) + ".")
+
+
 Step = Annotated[ToolStep | SqlStep, Field(discriminator="kind")]
+
+
+#: Explicit question segments: at least one, none blank (the non-blank rule is the ``\S`` pattern of the
+#: JSON Schema; :class:`Turn` checks it).
+Segments = Annotated[list[Annotated[str, Field(json_schema_extra={"pattern": r"\S"})]], Field(min_length=1)]
+
+
+def _turn_schema(schema: dict[str, Any]) -> None:
+    """The turn's JSON Schema: a version-1 turn has no sanitised SQL step (``sanitized`` needs version 2)."""
+    schema["if"] = {"properties": {"schema_version": {"const": 1}}}
+    schema["then"] = {"properties": {"steps": {"items": {"properties": {"sanitized": {"const": False}}}}}}
 
 
 class Turn(_Model):
     """One captured turn (DESIGN §3). ``answer`` is ``None`` when no answer text was captured."""
 
-    schema_version: Literal[1, 2]
+    model_config = ConfigDict(json_schema_extra=_turn_schema)
+
+    schema_version: Annotated[Literal[1, 2], BeforeValidator(_version)]
     turn_id: str = Field(min_length=1, pattern=r"^[^#\s]+$")
-    captured_at: datetime
+    captured_at: Annotated[datetime, BeforeValidator(_rfc3339),
+                           Field(json_schema_extra={"pattern": RFC3339_PATTERN})]
     region: str = Field(min_length=1)
     surface: str = Field(min_length=1)
     client: str = Field(min_length=1)
     question: str = Field(min_length=1)
     answer: str | None = None
     steps: list[Step] = Field(default_factory=list)
-    segments: list[str] | None = Field(
+    segments: Segments | None = Field(
         default=None, description="Explicit question segments; overrides automatic splitting."
     )
 
@@ -248,16 +338,18 @@ def _decode_line(raw: str | bytes, lineno: int) -> tuple[str | None, str | None]
                       f"cannot be decoded ({exc.reason})")
 
 
-def iter_turn_lines(lines: Iterable[str | bytes], source: str = "<memory>") -> Iterator[Turn | InvalidTurn]:
+def iter_turn_lines(lines: Iterable[str | bytes], source: str = "<memory>", *,
+                    first_line: int = 1) -> Iterator[Turn | InvalidTurn]:
     """Validate JSON Lines of evidence one line at a time, yielding a :class:`Turn` or one or more
     :class:`InvalidTurn` records per non-blank line, in file order (constant memory per line).
 
     ``lines`` may be text or bytes (bytes are decoded as UTF-8 line by line: a line with a bad byte
     becomes an invalid record and the other lines still load). A ``turn_id`` seen on an earlier line
-    is invalid (the first is kept).
+    is invalid (the first is kept). ``first_line`` is the file line number of the first of ``lines``
+    (a byte range of a file, :func:`iter_turns_range`, starts inside it).
     """
     seen: dict[str, int] = {}
-    for lineno, raw in enumerate(lines, start=1):
+    for lineno, raw in enumerate(lines, start=first_line):
         decoded, why = _decode_line(raw, lineno)
         if decoded is None:
             yield InvalidTurn(source, lineno, "<line>", why or "cannot be decoded")
@@ -497,3 +589,54 @@ def trajectory_facts(turn: Turn | Segment) -> TrajectoryFacts:
     """Compute :class:`TrajectoryFacts` for a turn (or a segment: same trajectory as its turn)."""
     t = turn.turn if isinstance(turn, Segment) else turn
     return facts_from_statuses(len(t.steps), [s.status for s in t.sql_steps])
+
+
+# -- byte ranges: a large evidence file read in parts, never whole ---------------------------------------
+@dataclass(frozen=True)
+class ByteRange:
+    """Part ``index`` of an evidence file: bytes ``start`` (inclusive) to ``end`` (exclusive), both on
+    line boundaries, whose first line is file line ``first_line`` (1-based). One turn is one line, so a
+    range never splits a turn (nor the segments of a bundled turn)."""
+
+    index: int
+    start: int
+    end: int
+    first_line: int
+
+
+def plan_byte_ranges(path: str | Path, target_bytes: int) -> list[ByteRange]:
+    """Cut an evidence file into consecutive ranges of about ``target_bytes`` each, on line boundaries,
+    in one streaming pass (memory: one line). An empty file gives one empty range. A missing file is an
+    :class:`EvidenceFileError` naming it."""
+    if target_bytes < 1:
+        raise ValueError(f"target_bytes must be >= 1, got {target_bytes!r}")
+    ranges: list[ByteRange] = []
+    start, offset, line, first = 0, 0, 0, 1
+    with open_evidence(path) as fh:
+        for raw in fh:
+            offset += len(raw)
+            line += 1
+            if offset - start >= target_bytes:
+                ranges.append(ByteRange(len(ranges), start, offset, first))
+                start, first = offset, line + 1
+    if offset > start or not ranges:
+        ranges.append(ByteRange(len(ranges), start, offset, first))
+    return ranges
+
+
+def iter_range_lines(path: str | Path, byte_range: ByteRange) -> Iterator[bytes]:
+    """The raw lines of one :class:`ByteRange` of an evidence file."""
+    with open_evidence(path) as fh:
+        fh.seek(byte_range.start)  # type: ignore[attr-defined]
+        left = byte_range.end - byte_range.start
+        for raw in fh:
+            if left <= 0:
+                break
+            left -= len(raw)
+            yield raw
+
+
+def iter_turns_range(path: str | Path, byte_range: ByteRange) -> Iterator[Turn | InvalidTurn]:
+    """:func:`iter_turns` over one byte range, with file line numbers. A ``turn_id`` repeated within the
+    range is invalid here; one repeated across ranges is for the caller to find (it sees every range)."""
+    yield from iter_turn_lines(iter_range_lines(path, byte_range), source=str(path), first_line=byte_range.first_line)
