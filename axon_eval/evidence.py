@@ -338,21 +338,22 @@ def _decode_line(raw: str | bytes, lineno: int) -> tuple[str | None, str | None]
                       f"cannot be decoded ({exc.reason})")
 
 
-def iter_turn_lines(lines: Iterable[str | bytes], source: str = "<memory>", *,
-                    first_line: int = 1) -> Iterator[Turn | InvalidTurn]:
+def iter_numbered_turn_lines(lines: Iterable[str | bytes], source: str = "<memory>", *,
+                             first_line: int = 1) -> Iterator[tuple[int, Turn | InvalidTurn]]:
     """Validate JSON Lines of evidence one line at a time, yielding a :class:`Turn` or one or more
     :class:`InvalidTurn` records per non-blank line, in file order (constant memory per line).
 
     ``lines`` may be text or bytes (bytes are decoded as UTF-8 line by line: a line with a bad byte
     becomes an invalid record and the other lines still load). A ``turn_id`` seen on an earlier line
     is invalid (the first is kept). ``first_line`` is the file line number of the first of ``lines``
-    (a byte range of a file, :func:`iter_turns_range`, starts inside it).
+    (a byte range of a file, :func:`iter_turns_range`, starts inside it). Each item comes with its file
+    line: ``(line, Turn | InvalidTurn)``; :func:`iter_turn_lines` gives the items alone.
     """
     seen: dict[str, int] = {}
     for lineno, raw in enumerate(lines, start=first_line):
         decoded, why = _decode_line(raw, lineno)
         if decoded is None:
-            yield InvalidTurn(source, lineno, "<line>", why or "cannot be decoded")
+            yield lineno, InvalidTurn(source, lineno, "<line>", why or "cannot be decoded")
             continue
         text = decoded.strip()
         if not text:
@@ -360,10 +361,10 @@ def iter_turn_lines(lines: Iterable[str | bytes], source: str = "<memory>", *,
         try:
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
-            yield InvalidTurn(source, lineno, "<line>", f"not valid JSON: {exc.msg} at column {exc.colno}")
+            yield lineno, InvalidTurn(source, lineno, "<line>", f"not valid JSON: {exc.msg} at column {exc.colno}")
             continue
         if not isinstance(obj, dict):
-            yield InvalidTurn(source, lineno, "<root>", f"expected a JSON object, got {type(obj).__name__}")
+            yield lineno, InvalidTurn(source, lineno, "<root>", f"expected a JSON object, got {type(obj).__name__}")
             continue
         tid = obj.get("turn_id")
         tid = tid if isinstance(tid, str) else None
@@ -373,16 +374,25 @@ def iter_turn_lines(lines: Iterable[str | bytes], source: str = "<memory>", *,
             for err in exc.errors():
                 value = err.get("input")
                 shown = "" if isinstance(value, dict | list) else f" (got {value!r})"
-                yield InvalidTurn(source, lineno, _loc_to_path(err["loc"]), f"{err['msg']}{shown}", tid)
+                yield lineno, InvalidTurn(source, lineno, _loc_to_path(err["loc"]), f"{err['msg']}{shown}", tid)
             continue
         if turn.turn_id in seen:
-            yield InvalidTurn(
+            yield lineno, InvalidTurn(
                 source, lineno, "turn_id",
                 f"duplicate turn_id {turn.turn_id!r} (first seen on line {seen[turn.turn_id]}); kept the first",
                 turn.turn_id)
             continue
         seen[turn.turn_id] = lineno
-        yield turn
+        yield lineno, turn
+
+
+def iter_turn_lines(lines: Iterable[str | bytes], source: str = "<memory>", *,
+                    first_line: int = 1) -> Iterator[Turn | InvalidTurn]:
+    """Validate JSON Lines of evidence one line at a time, yielding a :class:`Turn` or one or more
+    :class:`InvalidTurn` records per non-blank line, in file order (constant memory per line); see
+    :func:`iter_numbered_turn_lines`."""
+    for _line, item in iter_numbered_turn_lines(lines, source, first_line=first_line):
+        yield item
 
 
 def parse_turn_lines(lines: Iterable[str | bytes], source: str = "<memory>") -> tuple[list[Turn], list[InvalidTurn]]:
@@ -636,7 +646,9 @@ def iter_range_lines(path: str | Path, byte_range: ByteRange) -> Iterator[bytes]
             yield raw
 
 
-def iter_turns_range(path: str | Path, byte_range: ByteRange) -> Iterator[Turn | InvalidTurn]:
-    """:func:`iter_turns` over one byte range, with file line numbers. A ``turn_id`` repeated within the
-    range is invalid here; one repeated across ranges is for the caller to find (it sees every range)."""
-    yield from iter_turn_lines(iter_range_lines(path, byte_range), source=str(path), first_line=byte_range.first_line)
+def iter_turns_range(path: str | Path, byte_range: ByteRange) -> Iterator[tuple[int, Turn | InvalidTurn]]:
+    """``(line, Turn | InvalidTurn)`` over one byte range, with file line numbers
+    (:func:`iter_numbered_turn_lines`). A ``turn_id`` repeated within the range is invalid here; one
+    repeated across ranges is for the caller to find (it sees every range)."""
+    yield from iter_numbered_turn_lines(iter_range_lines(path, byte_range), source=str(path),
+                                        first_line=byte_range.first_line)
