@@ -112,7 +112,11 @@ def _constraints(prop: dict[str, Any]) -> str:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    """A docstring as one line of plain text (reST literals and roles unwrapped)."""
+    import re
+
+    text = re.sub(r":\w+:`~?([^`]+)`", r"\1", text)
+    return " ".join(text.replace("``", "").split())
 
 
 def _object_table(title: str, schema: dict[str, Any]) -> nodes.table:
