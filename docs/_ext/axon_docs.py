@@ -13,7 +13,7 @@ The docstring ledger
     The build runs with warnings as errors. A warning raised by a docstring of the package (reST that
     docutils cannot parse, a cross-reference to a private or undocumented name) is written to
     ``_build/docstring-warnings.txt`` instead, and the build fails only when there are more of them than
-    ``axon_docstring_warnings_allowed`` in ``conf.py``: a ratchet that only goes down. Every warning
+    ``axon_docstring_warnings_allowed`` in ``conf.py``: a ceiling that is lowered as docstrings are fixed. Every warning
     raised by a page of ``docs/`` (a broken link, an unknown reference, a bad table, a page outside the
     table of contents) fails the build at once.
 """
