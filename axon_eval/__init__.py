@@ -1,6 +1,6 @@
 """axon_eval: a research workbench for the answer quality of agentic text-to-SQL assistants.
 
-The public scoring API (DESIGN §4)::
+The public scoring API::
 
     from axon_eval import Rubric, score_turn, score_frame, load_turns, trajectory_facts
 """
