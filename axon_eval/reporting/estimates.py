@@ -71,6 +71,7 @@ def trend_figure(table: pd.DataFrame, figures: Sequence[str] = ("mean score", "s
         sel = table[table["figure"] == figure]
         scale = 100.0 if figure.startswith("share ") else 1.0
         groups = sel.groupby(by, sort=True) if by else [("all", sel)]
+        _date_limits(ax, pd.to_datetime(sel["run_date"]))
         for name, g in groups:
             dates = pd.to_datetime(g["run_date"])
             est, lo, hi = (g[c].to_numpy(dtype=float) * scale for c in ("estimate", "lo", "hi"))
@@ -90,6 +91,27 @@ def trend_figure(table: pd.DataFrame, figures: Sequence[str] = ("mean score", "s
                  color=DISCLOSURE_COLOUR if marked else "black")
     fig.tight_layout()
     return fig
+
+
+#: Least room on each side of a trend panel's dates: one run (or runs of one day) get a few days, not the
+#: years matplotlib's date locator gives a single point.
+DATE_PAD = pd.Timedelta(days=1)
+
+
+def _date_limits(ax, dates: pd.Series) -> None:
+    """x limits around the dates of a panel: their span plus 8% (at least :data:`DATE_PAD`) each side, and
+    concise date ticks."""
+    from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
+
+    dates = dates.dropna()
+    if dates.empty:
+        return
+    first, last = dates.min(), dates.max()
+    pad = max((last - first) * 0.08, DATE_PAD)
+    ax.set_xlim(first - pad, last + pad)
+    locator = AutoDateLocator(maxticks=6)
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(ConciseDateFormatter(locator))
 
 
 def _disclosure_title(table: pd.DataFrame, disclosed: pd.Series) -> str:

@@ -42,8 +42,8 @@ def noise_sd_icc(sd: dict[str, float], icc: pd.DataFrame, *, simulated: bool) ->
     left.invert_yaxis()
     left.set_xlim(0, max(1.2, float(np.nanmax(values)) * 1.3) if np.isfinite(values).any() else 1.2)
     score_sd = sd.get("score", float("nan"))
-    left.set_xlabel(f"within-segment SD (subscore points); score SD {score_sd:.2f} of 100" if np.isfinite(score_sd)
-                    else "within-segment SD (subscore points); score SD n/a")
+    left.set_xlabel("within-segment SD (subscore points)\n"
+                    + (f"score SD {score_sd:.2f} of 100" if np.isfinite(score_sd) else "score SD n/a"))
     left.set_title("judge noise per dimension", fontsize=9)
     table = icc.set_index("column")
     columns = [c for c in (*DIMENSIONS, "score") if c in table.index]
@@ -60,7 +60,7 @@ def noise_sd_icc(sd: dict[str, float], icc: pd.DataFrame, *, simulated: bool) ->
     right.invert_yaxis()
     lowest = float(np.nanmin(low)) if np.isfinite(low).any() else 0.0
     right.set_xlim(min(0.0, lowest - 0.05), 1.02)
-    right.set_xlabel("ICC(1,1) (1: all of a judgement's variance is between segments)")
+    right.set_xlabel("ICC(1,1)\n(1: a judgement's variance is all between segments)")
     right.set_title("reliability of one judgement (95% CI)", fontsize=9)
     _noise_title(fig, "Judge noise on fixed evidence: within-segment SD and ICC(1,1)", simulated)
     return fig
