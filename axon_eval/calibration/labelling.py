@@ -306,6 +306,24 @@ def _known(known_segment_ids: Mapping[str, bool] | Iterable[str] | None) -> tupl
     return set(known_segment_ids), None
 
 
+def sheet_text(path: str | Path) -> str:
+    """The text of a filled sheet; ``ValueError`` naming the file when it is empty (or only blank lines) or
+    not a text file (a NUL byte, or bytes that are not UTF-8), so nothing is imported from it."""
+    p = Path(path)
+    data = p.read_bytes()
+    expected = f"a filled labelling sheet: a UTF-8 CSV file with the columns {list(SHEET_COLUMNS)}"
+    if not data.strip():
+        raise ValueError(f"{p} is empty; expected {expected}")
+    where = data.find(b"\x00")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        where = exc.start if where < 0 else min(where, exc.start)
+    if where >= 0:
+        raise ValueError(f"{p} is not a text file (byte 0x{data[where]:02x} at offset {where}); expected {expected}")
+    return text
+
+
 def import_labels(sheet: str | Path | Sequence[str | Path],
                   known_segment_ids: Mapping[str, bool] | Iterable[str] | None) -> tuple[pd.DataFrame, list[LabelProblem]]:
     """Read and validate filled labelling sheet(s); returns ``(labels, problems)``.
@@ -317,7 +335,8 @@ def import_labels(sheet: str | Path | Sequence[str | Path],
     dimensions integers 0-10; ``answer_faithfulness`` an integer 0-10 or blank as above; ``verdict``
     good/partial/poor (case and spaces ignored); a non-empty ``rater``; one row per (segment, rater).
     A row left entirely blank is a problem too (fill it or delete it). Each problem names the file, the
-    line and what was expected; rows with problems are left out of ``labels``, and nothing else is.
+    line and what was expected; rows with problems are left out of ``labels``, and nothing else is. An
+    empty or binary file is refused before anything is read (:func:`sheet_text`: ``ValueError`` naming it).
 
     ``labels``: one row per segment and rater, columns :data:`HUMAN_LABEL_COLUMNS` (dimensions as pandas
     ``Int64``) plus ``source`` (``file:line``).
@@ -330,7 +349,7 @@ def import_labels(sheet: str | Path | Sequence[str | Path],
     for path in sheets:
         path = Path(path)
         name = str(path)
-        text = path.read_text(encoding="utf-8-sig")
+        text = sheet_text(path)
         reader = csv.reader(io.StringIO(text))
         try:
             header = [h.strip() for h in next(reader)]

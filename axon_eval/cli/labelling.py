@@ -48,12 +48,12 @@ def _cmd_sample(args: argparse.Namespace) -> int:
 def _cmd_import(args: argparse.Namespace) -> int:
     from ..calibration.labelling import DESIGN_FILE, design_frame, import_labels, known_from_results, write_labels
     from ..runs import load_run
+    from ..runs.io import require_file
 
     sheets = [Path(s) for s in args.sheet]
     try:
         for s in sheets:
-            if not s.is_file():
-                raise FileNotFoundError(f"no such sheet: {s}")
+            require_file(s, "sheet", "a filled labelling sheet (CSV file)")
         if args.run:
             known = known_from_results(load_run(args.run).results)
             basis = f"run {args.run}"
@@ -64,6 +64,8 @@ def _cmd_import(args: argparse.Namespace) -> int:
         else:
             raise FileNotFoundError(f"no {DESIGN_FILE} beside {sheets[0]}: pass --run RUN to check the segment ids")
         labels, problems = import_labels(sheets, known)
+        if labels.empty and not problems:
+            raise ValueError(f"no label rows in {', '.join(map(str, sheets))}: only a header; nothing was written")
     except (ValueError, FileNotFoundError, KeyError, UnicodeDecodeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

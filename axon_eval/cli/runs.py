@@ -136,7 +136,8 @@ def summary_lines(summary: dict[str, Any], results: Any, run_dir: Any, *, quiet:
                   max_cost_usd: float | None = None) -> list[str]:
     """The CLI summary of a run: :func:`~axon_eval.summaries.format_summary` with at most
     :data:`ITEMS_SHOWN` lines per kind of item (none with ``quiet``: a line with the count and the file
-    instead), the segments a cost budget stopped as one line, and the ensemble disagreement."""
+    instead; invalid input is counted in lines, with its problems beside them when there are more), the
+    segments a cost budget stopped as one line, and the ensemble disagreement."""
     from ..summaries import format_summary
 
     unjudged = list(summary.get("unjudged_items") or [])
@@ -145,9 +146,7 @@ def summary_lines(summary: dict[str, Any], results: Any, run_dir: Any, *, quiet:
     results_file = f"{Path(run_dir) / 'results.parquet'} (status, error)"
     kinds = {"unjudged_items": (unjudged, "unjudged segment(s)", results_file),
              "failed_sample_items": (list(summary.get("failed_sample_items") or []), "failed judge sample(s)",
-                                     results_file),
-             "invalid_items": (list(summary.get("invalid_items") or []), "invalid input line(s)",
-                               str(Path(run_dir) / "invalid.jsonl"))}
+                                     results_file)}
     shown = dict(summary)
     tails = []
     for key, (items, what, where) in kinds.items():
@@ -155,6 +154,17 @@ def summary_lines(summary: dict[str, Any], results: Any, run_dir: Any, *, quiet:
         rest = len(items) - len(shown[key])
         if rest:
             tails.append(f"  {f'and {rest} more' if shown[key] else rest} {what}: listed in {where}")
+    # invalid input: counted in lines (one line may have several problems), the problems beside them
+    invalid = list(summary.get("invalid_items") or [])
+    lines_in_order = list(dict.fromkeys((i.get("source"), i.get("line")) for i in invalid))
+    kept = set([] if quiet else lines_in_order[:ITEMS_SHOWN])
+    shown["invalid_items"] = [i for i in invalid if (i.get("source"), i.get("line")) in kept]
+    rest_lines = len(lines_in_order) - len(kept)
+    if rest_lines:
+        rest_problems = len(invalid) - len(shown["invalid_items"])
+        problems = f" ({rest_problems} problems)" if rest_problems != rest_lines else ""
+        tails.append(f"  {f'and {rest_lines} more' if kept else rest_lines} invalid input line(s){problems}: "
+                     f"listed in {Path(run_dir) / 'invalid.jsonl'}")
     lines = format_summary(shown).splitlines() + tails
     if budget:
         from ..runs.budget import format_usd
@@ -249,6 +259,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     except (*_judge_errors(), *_USAGE_ERRORS) as exc:
         return _usage_error(exc)
     print(f"run folder: {result.run_dir}")
+    print(f"runs root:  {runs_root_line(args.out)}")
     # summary first, then figures, then the report (which reads the folder): each step's temporaries are
     # freed before the next allocates, so a large run's peak memory is the largest step, not their sum
     said = _print_summary(result, quiet=args.quiet)
@@ -259,6 +270,16 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     gc.collect()
     _write_report(run_dir)
     return _finish(manifest, args.strict, said=said)
+
+
+def runs_root_line(out: str | None) -> str:
+    """Where ``evaluate`` put its folder and why there: ``--out``, ``$AXON_EVAL_RUNS_DIR``, the repository's
+    ``runs/`` or ``./runs`` (:func:`axon_eval.runs.io.runs_dir_origin`), with the ``index`` command that
+    lists it."""
+    from ..runs.io import runs_dir_origin
+
+    root, why = (Path(out), "--out") if out is not None else runs_dir_origin()
+    return f"{root.resolve()} ({why}); list its runs with: python -m axon_eval index {root.resolve()}"
 
 
 def _cmd_rejudge(args: argparse.Namespace) -> int:
@@ -398,7 +419,9 @@ def _cmd_index(args: argparse.Namespace) -> int:
     if args.json:
         print(frame.to_json(orient="records", indent=2))
     elif frame.empty:
-        print(f"no run folders under {args.root or 'runs'}")
+        from ..runs.io import default_runs_dir
+
+        print(f"no run folders under {args.root or default_runs_dir()}")
     else:
         print(format_table(index_rows(frame), INDEX_TABLE))
         for line in index_disclosure_lines(frame):
@@ -476,7 +499,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--turns", required=True, help="JSON Lines evidence file")
     p.add_argument("--judge", required=True, help="judge spec: heuristic, anthropic:<model>, openai:<model>[@url], ...")
     p.add_argument("--rubric", default=None, help="rubric YAML file or packaged name (default axon-v1)")
-    p.add_argument("--out", default=None, help="parent folder of the run (default $AXON_EVAL_RUNS_DIR or runs/)")
+    p.add_argument("--out", default=None, help="parent folder of the run (default $AXON_EVAL_RUNS_DIR, else the "
+                   "repository's runs/ when run inside the repository, else ./runs)")
     p.add_argument("--limit", type=_non_negative_int, default=None, help="judge only the first N valid turns")
     p.add_argument("--name", default=DEFAULTS.name, help="run name (part of the folder name)")
     p.add_argument("--row-horizon", type=_positive_int, default=None, help="override the rubric's row horizon")
@@ -527,7 +551,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_cmd_rerun)
 
     p = sub.add_parser("index", help="list every run folder (date, judge, rubric, counts, status)")
-    p.add_argument("root", nargs="?", default=None, help="folder of runs (default $AXON_EVAL_RUNS_DIR or runs/)")
+    p.add_argument("root", nargs="?", default=None, help="folder of runs (default $AXON_EVAL_RUNS_DIR, else the "
+                   "repository's runs/ when run inside the repository, else ./runs)")
     p.add_argument("--json", action="store_true", help="machine-readable")
     p.set_defaults(handler=_cmd_index)
 

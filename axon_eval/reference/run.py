@@ -44,6 +44,7 @@ from ..runs.io import (
     file_sha256,
     iso,
     new_run_dir,
+    require_file,
     to_jsonable,
     utc_now,
     write_json,
@@ -204,14 +205,11 @@ def grade_reference(questions_file: str | Path, responses_file: str | Path, judg
                          f"{unpriced_models(judge_obj)}; add one or grade without a budget")
     files = [Path(questions_file), Path(responses_file), *([Path(labels_file)] if labels_file is not None else [])]
     for f in files:
-        if not f.is_file():
-            raise FileNotFoundError(f"input file {f} does not exist")
+        require_file(f, "input file")
     if db_path is None:
         db = shop_database()
     else:
-        db = Path(db_path)
-        if not db.is_file():
-            raise FileNotFoundError(f"reference database {db} does not exist")
+        db = require_file(db_path, "reference database", "an SQLite file")
     questions = _select(load_questions(questions_file), question_ids, lambda q: q.id, "question")
     responses = load_responses(responses_file)
     if question_ids:

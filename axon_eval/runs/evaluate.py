@@ -53,6 +53,7 @@ from .io import (
     file_sha256,
     iso,
     new_run_dir,
+    require_file,
     to_jsonable,
     utc_now,
     write_json,
@@ -446,9 +447,10 @@ def evaluate(
         files = [path, *[f for f in files if f != path]]
     else:
         turn_source = list(turns)
-    for f in files:
-        if not f.is_file():
-            raise FileNotFoundError(f"input file {f} does not exist")
+    for k, f in enumerate(files):
+        evidence = k == 0 and isinstance(turn_source, Path)
+        require_file(f, "evidence file" if evidence else "input file",
+                     "a JSON Lines evidence file" if evidence else "a file")
 
     # Peek for a first valid turn before anything is written: an empty input makes no folder.
     stream = _turn_stream(turn_source, invalid_list)

@@ -43,12 +43,45 @@ def iso(ts: datetime) -> str:
     return ts.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def package_checkout() -> Path | None:
+    """The repository checkout this package runs from (the folder above it holding ``pyproject.toml``, as
+    in an editable install), or ``None`` for an installed package."""
+    here = Path(__file__).resolve().parents[2]
+    return here if (here / "pyproject.toml").is_file() and (here / "axon_eval").is_dir() else None
+
+
 def default_runs_dir(root: str | Path | None = None) -> Path:
-    """``$AXON_EVAL_RUNS_DIR`` when set, else ``<root>/runs`` (``root`` defaults to the working directory)."""
+    """Where runs go when no folder is named: ``$AXON_EVAL_RUNS_DIR`` when set, else ``<root>/runs`` when a
+    ``root`` is given, else the repository's ``runs/`` when the working directory lies inside the checkout
+    this package runs from (:func:`package_checkout`; ``runs`` from its top, an absolute path from a
+    subfolder), else ``./runs``. One root, so ``index`` finds what ``evaluate`` wrote from a subfolder."""
+    return runs_dir_origin(root)[0]
+
+
+def runs_dir_origin(root: str | Path | None = None) -> tuple[Path, str]:
+    """:func:`default_runs_dir` and why it is that folder, in words (for a command's output)."""
     env = os.environ.get(RUNS_DIR_ENV)
     if env:
-        return Path(env)
-    return Path(root) / "runs" if root is not None else Path("runs")
+        return Path(env), f"${RUNS_DIR_ENV}"
+    if root is not None:
+        return Path(root) / "runs", f"runs/ under {root}"
+    checkout = package_checkout()
+    cwd = Path.cwd().resolve()
+    if checkout is not None and (cwd == checkout or checkout in cwd.parents):
+        return (Path("runs") if cwd == checkout else checkout / "runs"), "the repository's runs/"
+    return Path("runs"), (f"./runs: the working directory is outside the repository; set {RUNS_DIR_ENV} or pass "
+                          "--out to keep every run under one root")
+
+
+def require_file(path: str | Path, what: str = "input file", expected: str = "a file") -> Path:
+    """``path`` when it is a file; else ``FileNotFoundError`` saying whether it is a directory (``<what> X
+    is a directory; expected <expected>``) or missing (``<what> X does not exist``)."""
+    p = Path(path)
+    if p.is_file():
+        return p
+    if p.is_dir():
+        raise FileNotFoundError(f"{what} {p} is a directory; expected {expected}")
+    raise FileNotFoundError(f"{what} {p} does not exist")
 
 
 def default_cache_path(out_dir: str | Path | None = None) -> Path:

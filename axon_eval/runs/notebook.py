@@ -300,8 +300,9 @@ def check_inputs(notebook: str | Path, effective: Mapping[str, Any], root: Path,
         if name.endswith("_file") or name in FILE_PARAMETERS:
             path = _under(root, value)
             if not path.is_file():
-                raise FileNotFoundError(f"parameter {name}: file {value} does not exist"
-                                        + ("" if Path(value).is_absolute() else f" (looked at {path})"))
+                looked = "" if Path(value).is_absolute() else f" (looked at {path})"
+                what = "is a directory; expected a file" if path.is_dir() else "does not exist"
+                raise FileNotFoundError(f"parameter {name}: file {value} {what}{looked}")
             if name in EVIDENCE_PARAMETERS:  # read up to the first valid turn, as evaluate does
                 invalid: list[InvalidTurn] = []
                 for item in iter_turns(path):
