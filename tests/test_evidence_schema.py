@@ -6,7 +6,8 @@ on a one-line file. Each rule of the evidence model has a good and a bad documen
 compare two fields of a SQL step cannot be written in JSON Schema: for them the schema accepts, ``validate``
 rejects, and the schema's ``$comment`` says so.
 
-``jsonschema`` is installed with Jupyter (a dependency of nbformat); it is not a direct dependency.
+``jsonschema`` (and ``rfc3339-validator``, which its ``date-time`` format check needs) are installed with
+Jupyter (nbformat, jupyter-events); they are not direct dependencies.
 """
 
 from __future__ import annotations
@@ -18,11 +19,10 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
-jsonschema = pytest.importorskip("jsonschema")
-
-from axon_eval.cli import main  # noqa: E402
+from axon_eval.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -169,6 +169,7 @@ def schema_valid(schema):
     validator_class = jsonschema.validators.validator_for(schema)
     assert validator_class is jsonschema.Draft202012Validator
     validator_class.check_schema(schema)
+    assert "date-time" in validator_class.FORMAT_CHECKER.checkers, "install rfc3339-validator (date-time checks)"
     validator = validator_class(schema, format_checker=validator_class.FORMAT_CHECKER)
     return lambda document: validator.is_valid(document)
 
