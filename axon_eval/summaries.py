@@ -1,6 +1,6 @@
 """Summary tables of an evaluation's results: pure functions of the results DataFrame.
 
-Every function here takes the ``results`` frame of a run (as written to ``results.parquet`` by
+Every function here takes the ``results`` frame of a run (as written to its results dataset, ``results/part-*.parquet``, by
 :func:`axon_eval.runs.evaluate`) and returns a new DataFrame or a plain dict; nothing reads or writes
 files.
 

@@ -25,6 +25,7 @@ from scipy import stats
 from axon_eval import runs
 from axon_eval.calibration import anchors
 from axon_eval.cli import main
+from axon_eval.runs.io import results_sha256
 from axon_eval.rubric import BANDS, DIMENSIONS
 from axon_eval.runs.compare import compare_runs
 from axon_eval.runs.load import Run
@@ -257,7 +258,7 @@ def test_mark_anchor_freezes_hashes_and_is_never_remarked(env):
     assert anchors.is_anchor(run) and a.judge_id == "heuristic" and a.note == "reference run for the test"
     stored = json.loads((run / "anchor.json").read_text())
     assert stored["verdicts_sha256"] == runs.file_sha256(run / "verdicts.jsonl")
-    assert stored["results_sha256"] == runs.file_sha256(run / "results.parquet")
+    assert stored["results_sha256"] == results_sha256(run)  # the parts of its results dataset, in order
     assert stored["evidence_sha256"] == runs.file_sha256(SAMPLE) and stored["evidence_file"] == "data/turns/sample_turns.jsonl"
     assert stored["rubric_id"] and stored["marked_at"].endswith("Z") and stored["n_segments"] > 0
     assert anchors.verify_anchor(run).run_id == run.name

@@ -113,7 +113,7 @@ def _check_interrupted_folder(folder: Path, total: int) -> dict:
     assert manifest["status"] == "interrupted" and manifest["failure"] is None
     counts = manifest["counts"]
     assert counts["judged"] == K and counts["planned_segments"] == total, counts
-    results = pd.read_parquet(folder / "results.parquet")
+    results = pd.read_parquet(folder / "results")
     assert (results["status"] == "judged").sum() == K == results["segment_id"].nunique()
     verdicts = [json.loads(line) for line in (folder / "verdicts.jsonl").read_text().splitlines()]
     assert len(verdicts) == K and not any(v["cached"] for v in verdicts)

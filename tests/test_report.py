@@ -63,7 +63,7 @@ def replicate_run(source: Path, folder: Path, n_rows: int) -> Path:
     manifest = json.loads((source / "manifest.json").read_text())
     manifest["run_id"] = folder.name
     (folder / "manifest.json").write_text(json.dumps(manifest))
-    results = pd.read_parquet(source / "results.parquet")
+    results = pd.read_parquet(source / "results")
     pick = np.arange(n_rows) % len(results)
     ids = [f"big-{k:05d}" for k in range(n_rows)]
     big = results.iloc[pick].reset_index(drop=True)
@@ -74,7 +74,8 @@ def replicate_run(source: Path, folder: Path, n_rows: int) -> Path:
     big.loc[unjudged, ["band", "judge_verdict"]] = None
     big.loc[unjudged, "status"] = "unjudged"
     big.loc[unjudged, "error"] = [f"judge could not grade {i}: HTTP 529 overloaded" for i in np.array(ids)[unjudged]]
-    big.to_parquet(folder / "results.parquet", index=False)
+    (folder / "results").mkdir()
+    big.to_parquet(folder / "results" / "part-00000.parquet", index=False)
     audit_lines = (source / "audit.jsonl").read_text().splitlines()
     originals = [json.loads(line)["segment_id"] for line in audit_lines]
     with (folder / "audit.jsonl").open("w") as fh:
@@ -432,7 +433,7 @@ def test_ensemble_disagreement_lists_every_flagged_segment_with_each_members_sub
     assert not any(f"<tr><td>{sid}</td>" in part for sid in unflagged)
     # a single judge's run has no such section
     assert "Ensemble disagreement" not in report.render_report_parts(
-        {"run_id": "x"}, report.read_report_results(Path("/nonexistent/results.parquet")), [], [], [])
+        {"run_id": "x"}, report.read_report_results(Path("/nonexistent")), [], [], [])
 
 
 def test_every_heatmap_annotation_reads_on_its_cell(sample_run):
@@ -598,9 +599,9 @@ def test_one_segment_turns_get_the_wilson_interval_of_statsmodels(sample_run, tm
     from axon_eval.display import fmt_share
 
     folder = copy_run(sample_run.run_dir, tmp_path / "flat")
-    results = pd.read_parquet(folder / "results.parquet")
+    results = pd.read_parquet(folder / "results")
     results["turn_id"] = results["segment_id"]  # every segment its own turn: independent units
-    results.to_parquet(folder / "results.parquet", index=False)
+    results.to_parquet(folder / "results" / "part-00000.parquet", index=False)
     summary = section(write_report(folder).read_text(), "Summary")
     for band in ("good", "poor"):
         k = int((results["band"] == band).sum())
@@ -617,7 +618,7 @@ def test_the_large_runs_headlines_have_intervals_in_bounded_memory(large_report)
 
     folder, path, _ = large_report  # memory is asserted by test_large_run_report_memory_stays_bounded
     summary = section(path.read_text(encoding="utf-8"), "Summary")
-    results = pd.read_parquet(folder / "results.parquet", columns=["band", "status"])
+    results = pd.read_parquet(folder / "results", columns=["band", "status"])
     judged = results[results["status"] == "judged"]
     k = int((judged["band"] == "poor").sum())
     lo, hi = proportion_confint(k, len(judged), alpha=0.05, method="wilson")

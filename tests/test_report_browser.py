@@ -157,13 +157,13 @@ def report_alone(tmp_path_factory):
     source = tmp_path_factory.mktemp("run")
     run = evaluate(SAMPLE, "heuristic", out_dir=source, cache=False, progress=False)
     save_run_figures(run)  # runs draw nothing; the figures the report is compared with
-    results = pd.read_parquet(run.run_dir / "results.parquet")
+    results = pd.read_parquet(run.run_dir / "results")
     gone = results["segment_id"].isin(UNJUDGED)
     results.loc[gone, ["intent_understood", "sql_quality", "result_relevance", "answer_faithfulness", "raw_score",
                        "score"]] = np.nan
     results.loc[gone, ["band", "judge_verdict"]] = None
     results.loc[gone, "status"], results.loc[gone, "error"] = "unjudged", "judge could not grade: HTTP 529"
-    results.to_parquet(run.run_dir / "results.parquet", index=False)
+    results.to_parquet(run.run_dir / "results" / "part-00000.parquet", index=False)
     written = write_report(run.run_dir)
     alone = tmp_path_factory.mktemp("alone")
     copy = alone / "report.html"

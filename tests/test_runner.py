@@ -55,7 +55,7 @@ def test_smoke_run_of_the_evaluation_notebook(smoke_run):
     assert result.status == "complete", result.error
     folder = result.run_dir
     assert folder.parent == out and folder.name.endswith("_smoke_heuristic")
-    for name in ("01_evaluate.ipynb", "01_evaluate.html", "params.json", "manifest.json", "results.parquet",
+    for name in ("01_evaluate.ipynb", "01_evaluate.html", "params.json", "manifest.json", "results/part-00000.parquet",
                  "verdicts.jsonl", "audit.jsonl", "invalid.jsonl", "report.html"):
         assert (folder / name).is_file(), name
     assert result.html_path == folder / "01_evaluate.html"
@@ -86,7 +86,7 @@ def test_smoke_run_of_the_evaluation_notebook(smoke_run):
     params = json.loads((folder / "params.json").read_text())
     assert params["limit"] == 8
 
-    results = pd.read_parquet(folder / "results.parquet")
+    results = pd.read_parquet(folder / "results")
     assert len(results) == m["counts"]["segments"] and results["judge_id"].nunique() == 1
     assert load_run(folder).manifest.run_id == folder.name
 
@@ -140,7 +140,7 @@ def test_smoke_run_shows_every_headline_with_its_interval_and_n(smoke_run):
         r"<td>([a-z_ ]+)</td>\s*<td>([^<]*)</td>\s*<td>([^<]*)</td>\s*<td>([^<]*)</td>\s*<td>([^<]*)</td>", pages[0])}
     assert {"mean score", "share good", "share partial", "share poor", "share capped",
             "mean answer_faithfulness"} <= set(rows)
-    seg = segment_table(pd.read_parquet(result.run_dir / "results.parquet"))
+    seg = segment_table(pd.read_parquet(result.run_dir / "results"))
     seg = seg[seg["status"] == "judged"]
     # the oracle: resample whole turns, one replicate at a time (the clusters' multinomial counts from
     # default_rng(0), in order of first appearance)

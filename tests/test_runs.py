@@ -136,7 +136,7 @@ def test_evaluate_writes_a_complete_run_folder(tmp_path, evidence):
     folder = res.run_dir
     assert folder.parent == tmp_path / "runs"
     assert folder.name.endswith("_unit_scripted-v1") and folder.name[10] == "T" and folder.name[17] == "Z"
-    for name in ("params.json", "manifest.json", "results.parquet", "verdicts.jsonl", "audit.jsonl",
+    for name in ("params.json", "manifest.json", "results/part-00000.parquet", "verdicts.jsonl", "audit.jsonl",
                  "invalid.jsonl"):
         assert (folder / name).is_file(), name
     assert not list((folder / "figures").glob("*.png")), "runs draw nothing: the caller asks reporting"
@@ -174,7 +174,7 @@ def test_evaluate_writes_a_complete_run_folder(tmp_path, evidence):
     assert m["cost_usd"] == pytest.approx(0.014)
     assert json.loads((folder / "params.json").read_text())["note"] == "unit test"
 
-    results = pd.read_parquet(folder / "results.parquet")
+    results = pd.read_parquet(folder / "results")
     assert list(results.columns) == list(RESULT_COLUMNS)
     assert len(results) == 15 and results["segment_id"].is_unique
     assert set(results.loc[results["turn_id"] == "t090", "segment_id"]) == {"t090#1", "t090#2"}
@@ -633,18 +633,18 @@ def test_index_prints_a_readable_table_and_json_carries_every_column(tmp_path, e
 
 
 def test_the_summary_lists_a_few_items_quiet_lists_none_and_the_budget_is_one_line(tmp_path, evidence):
-    from axon_eval.runs.evaluate import BUDGET_ERROR
+    from axon_eval.runs.writer import BUDGET_ERROR
     from axon_eval.cli.runs import ITEMS_SHOWN, summary_lines
 
     failing = frozenset(f"t{i:03d}" for i in range(8))
     run = run_eval(evidence, ScriptedJudge(fail=failing), tmp_path / "runs")
     loud = summary_lines(run.summary(), run.results, run.run_dir)
     assert len([line for line in loud if "UNJUDGED" in line]) == ITEMS_SHOWN
-    assert f"  and {8 - ITEMS_SHOWN} more unjudged segment(s): listed in {run.run_dir / 'results.parquet'}" \
+    assert f"  and {8 - ITEMS_SHOWN} more unjudged segment(s): listed in {run.run_dir / 'results'}" \
         " (status, error)" in loud
     quiet = summary_lines(run.summary(), run.results, run.run_dir, quiet=True)
     assert not [line for line in quiet if "UNJUDGED" in line]
-    assert f"  8 unjudged segment(s): listed in {run.run_dir / 'results.parquet'} (status, error)" in quiet
+    assert f"  8 unjudged segment(s): listed in {run.run_dir / 'results'} (status, error)" in quiet
     # segments a budget stopped: one line with their count, never one line each
     message = BUDGET_ERROR.format(budget=0.004, spent=0.0012)
     summary = run.summary()
@@ -652,7 +652,7 @@ def test_the_summary_lists_a_few_items_quiet_lists_none_and_the_budget_is_one_li
     lines = summary_lines(summary, run.results, run.run_dir, max_cost_usd=0.004)
     assert [line for line in lines if "max_cost_usd" in line] == [
         f"budget: the max_cost_usd budget of $0.004 stopped judging: 12 segment(s) unjudged, listed in "
-        f"{run.run_dir / 'results.parquet'} (status, error)"]
+        f"{run.run_dir / 'results'} (status, error)"]
 
 
 def test_the_summary_names_the_segments_an_ensemble_flagged(tmp_path, evidence, capsys):
@@ -696,7 +696,7 @@ def test_a_budget_stop_prints_one_line_not_one_per_segment(tmp_path, evidence, c
     assert stopped >= 5
     assert [line for line in captured.out.splitlines() if "max_cost_usd" in line] == [
         f"budget: the max_cost_usd budget of $0.004 stopped judging: {stopped} segment(s) unjudged, listed in "
-        f"{folder / 'results.parquet'} (status, error)"]
+        f"{folder / 'results'} (status, error)"]
     assert "UNJUDGED" not in captured.out
     assert [line for line in captured.err.splitlines() if "max_cost_usd" in line and "estimated cost" not in line] == []
     assert "estimated cost" in captured.err and "$0.0040" not in captured.err

@@ -198,7 +198,7 @@ def test_smoke_run_is_simulated_counts_segments_and_says_so_everywhere(smoke_run
     folder = result.run_dir
     assert folder.parent == out and "03-judge-noise" in folder.name
     assert not list((ROOT / "runs").glob(f"{folder.name}*")), "the run must land under tmp_path only"
-    for name in ("03_judge_noise.ipynb", "03_judge_noise.html", "params.json", "manifest.json", "results.parquet",
+    for name in ("03_judge_noise.ipynb", "03_judge_noise.html", "params.json", "manifest.json", "results/part-00000.parquet",
                  "verdicts.jsonl", "audit.jsonl", "samples.parquet", "study.json"):
         assert (folder / name).is_file(), name
 
@@ -208,7 +208,7 @@ def test_smoke_run_is_simulated_counts_segments_and_says_so_everywhere(smoke_run
     assert study["judge_id"].startswith("simulated(sd=1,difficulty=0.5") and study["n_samples"] == 3
     manifest = json.loads((folder / "manifest.json").read_text())
     samples = pd.read_parquet(folder / "samples.parquet")
-    results = pd.read_parquet(folder / "results.parquet")
+    results = pd.read_parquet(folder / "results")
     assert study["n_segments"] == manifest["counts"]["segments"] == samples["segment_id"].nunique()
     assert len(samples) == len(results) == 3 * study["n_segments"] != study["n_segments"]
     assert set(samples.groupby("segment_id")["sample_index"].nunique()) == {3}
@@ -262,7 +262,7 @@ def test_a_claude_judge_runs_through_message_batches_with_the_cost_printed_first
     assert "estimated cost: $" in text and "through Message Batches" in text
     assert text.index("estimated cost: $") < text.index("status: complete")
     assert "ICC undefined" in text and "SIMULATED headline" not in text and "**headline:**" in text
-    assert (folder / "free_text" / "results.parquet").is_file() and (folder / "free_text" / "samples.parquet").is_file()
+    assert (folder / "free_text" / "results").is_dir() and (folder / "free_text" / "samples.parquet").is_file()
     assert "structured against free text" in text and "Neither mode varied" in text
     for name in NOISE_FIGURES:
         assert not Image.open(folder / "figures" / name).text["Title"].startswith("SIMULATED")

@@ -68,9 +68,9 @@ def _copy(run_dir: Path, tmp_path: Path, name: str) -> Path:
 
 def _alter(folder: Path, *, results=None, **manifest_fields) -> None:
     if results is not None:
-        df = pd.read_parquet(folder / "results.parquet")
+        df = pd.read_parquet(folder / "results")
         results(df)
-        df.to_parquet(folder / "results.parquet")
+        df.to_parquet(folder / "results" / "part-00000.parquet")
     if manifest_fields:
         m = RunManifest.read(folder)
         for k, v in manifest_fields.items():
@@ -81,7 +81,7 @@ def _alter(folder: Path, *, results=None, **manifest_fields) -> None:
 # -- members_from_runs ----------------------------------------------------------------------------------------
 def test_members_from_runs_renames_and_keeps_failed_rows_null(heuristic_run, tmp_path):
     folder = _copy(heuristic_run, tmp_path, "a")
-    raw = pd.read_parquet(folder / "results.parquet")
+    raw = pd.read_parquet(folder / "results")
     failed_seg = raw["segment_id"].iloc[3]
 
     def fail_one(df):
@@ -121,7 +121,7 @@ def test_a_run_without_costs_or_tokens_needs_a_declared_cost(heuristic_run, tmp_
 
 def test_manifest_tokens_are_spread_over_calls_and_priced(heuristic_run, tmp_path):
     folder = _copy(heuristic_run, tmp_path, "tokens")
-    n = len(pd.read_parquet(folder / "results.parquet"))
+    n = len(pd.read_parquet(folder / "results"))
 
     def unpriced_rows(df):
         df["cost_usd"] = np.nan

@@ -1,7 +1,7 @@
 """Summaries and figures count segments, not samples (issue 10, "Runs that hold samples honestly").
 
 The results tables here are synthetic (built with pandas and the vectorised scorer), shaped like the
-``results.parquet`` of a ``repeat(<spec>, n)`` run: one row per (segment, sample). Every expectation is
+The results of a ``repeat(<spec>, n)`` run: one row per (segment, sample). Every expectation is
 recomputed independently with a plain ``groupby`` in the test.
 """
 

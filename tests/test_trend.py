@@ -1,5 +1,5 @@
 """Trends across runs through DuckDB (issue 21 section 5): each run's figures equal that run's own summary
-(summaries.summarise on its results.parquet read with pandas, and Wilson's formula written out here), a
+(summaries.summarise on its results read with pandas, and Wilson's formula written out here), a
 breakdown by client equals a pandas groupby, mixed judges are refused unless allowed, and the CLI verb."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def test_each_run_equals_its_own_summary(folders):
     assert table.attrs["n_runs"] == 4 and table.attrs["n_rows"] == 1200
     assert list(dict.fromkeys(table["run_id"])) == [f.name for f in folders]  # run-date order
     for folder in folders:
-        res = pd.read_parquet(folder / "results.parquet")
+        res = pd.read_parquet(folder / "results")
         s = summarise(res)
         rows = table[table["run_id"] == folder.name].set_index("figure")
         assert rows.loc["mean score", "estimate"] == pytest.approx(s["score"]["mean"], abs=1e-9)
@@ -52,7 +52,7 @@ def test_each_run_equals_its_own_summary(folders):
 
 def test_breakdown_by_client_equals_a_groupby(folders):
     table = trend(folders[:2], by="client", n_boot=50)
-    res = pd.read_parquet(folders[0] / "results.parquet")
+    res = pd.read_parquet(folders[0] / "results")
     expected = res.groupby("client")["score"].mean()
     got = table[(table["run_id"] == folders[0].name) & (table["figure"] == "mean score")].set_index("client")["estimate"]
     pd.testing.assert_series_equal(got.sort_index(), expected.sort_index(), check_names=False, atol=1e-9)
@@ -88,5 +88,5 @@ def test_cli_trend_prints_the_table_and_refuses_mixed(folders, tmp_path, capsys)
 def test_synthetic_folders_are_seeded(tmp_path):
     a = synthetic_run_folders(tmp_path / "a", 1, 50, seed=5)[0]
     b = synthetic_run_folders(tmp_path / "b", 1, 50, seed=5)[0]
-    pd.testing.assert_frame_equal(pd.read_parquet(a / "results.parquet"), pd.read_parquet(b / "results.parquet"))
-    assert np.isfinite(pd.read_parquet(a / "results.parquet")["score"]).all()
+    pd.testing.assert_frame_equal(pd.read_parquet(a / "results"), pd.read_parquet(b / "results"))
+    assert np.isfinite(pd.read_parquet(a / "results")["score"]).all()

@@ -275,7 +275,7 @@ def test_a_failed_run_keeps_what_it_had(tmp_path, evidence):
     (folder,) = [p for p in (tmp_path / "runs").iterdir() if not p.name.startswith(".")]
     m = RunManifest.read(folder)
     assert m.status == "failed" and m.failure == "error" and "SimulatedCrash" in m.error
-    kept = pd.read_parquet(folder / "results.parquet")
+    kept = pd.read_parquet(folder / "results")
     assert 3 <= len(kept) <= 5 and kept["status"].eq("judged").all()
 
 

@@ -42,7 +42,7 @@ CLIENTS = ("client-a", "client-b", "client-c")
 
 def synthetic_results(n: int, seed: int = 0, *, judge_id: str = SIMULATED_JUDGE, prompt_version: str = "sim-v1",
                       rubric: Rubric | None = None, shift: float = 0.0) -> pd.DataFrame:
-    """``n`` SIMULATED judged segments shaped like a run's ``results.parquet`` (one turn each), scored by
+    """``n`` SIMULATED judged segments shaped like a run's results (one turn each), scored by
     the rubric; ``shift`` adds to every subscore (clipped to 0-10) so runs can drift."""
     rubric = rubric or Rubric.default()
     rng = np.random.default_rng(seed)
@@ -69,7 +69,7 @@ def synthetic_results(n: int, seed: int = 0, *, judge_id: str = SIMULATED_JUDGE,
 def synthetic_run_folders(out_dir: str | Path, n_runs: int, n_segments: int, *, seed: int = 0,
                           start: datetime = datetime(2026, 1, 5, tzinfo=UTC), every: timedelta = timedelta(days=7),
                           judge_id: str = SIMULATED_JUDGE) -> list[Path]:
-    """``n_runs`` SIMULATED run folders (``results.parquet`` and ``manifest.json``) under ``out_dir``, one
+    """``n_runs`` SIMULATED run folders (a one-part results dataset and ``manifest.json``) under ``out_dir``, one
     per ``every`` from ``start``, run ``i`` seeded ``seed + i`` with a small drift; returns their paths."""
     from ..runs.io import iso
     from ..runs.manifest import RunCounts, RunManifest
@@ -82,7 +82,8 @@ def synthetic_run_folders(out_dir: str | Path, n_runs: int, n_segments: int, *, 
         folder = Path(out_dir) / run_id
         folder.mkdir(parents=True)
         res = synthetic_results(n_segments, seed + i, judge_id=judge_id, rubric=rubric, shift=0.5 * np.sin(i / 8))
-        res.to_parquet(folder / "results.parquet", index=False)
+        (folder / "results").mkdir(parents=True, exist_ok=True)
+        res.to_parquet(folder / "results" / "part-00000.parquet", index=False)
         RunManifest(run_id=run_id, status="complete", kind="evaluate", name=f"sim-{i:03d}", judge_id=judge_id,
                     prompt_version="sim-v1", rubric_id=rubric.id, started_at=iso(started), seed=seed + i,
                     counts=RunCounts(turns=n_segments, segments=n_segments, judged=n_segments),

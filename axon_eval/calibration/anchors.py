@@ -3,7 +3,7 @@ and write the drift report as a dated run folder.
 
 An *anchor* is a complete evaluation run whose evidence and verdicts are frozen: :func:`mark_anchor`
 writes ``anchor.json`` into the run folder (once; it is never rewritten) holding the SHA-256 of the
-evidence file, of ``verdicts.jsonl`` and of ``results.parquet``, the judge and rubric ids, the UTC date
+evidence file, of ``verdicts.jsonl`` and of the results dataset, the judge and rubric ids, the UTC date
 and a note saying why this run is the reference. Before a candidate judge is measured against it,
 :func:`verify_anchor` checks every hash again (``AnchorChangedError`` when anything moved), and
 :func:`rejudge_anchor` re-judges the anchor's evidence with the candidate through
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..runs.io import file_sha256, iso, new_run_dir, to_jsonable, utc_now, write_json
+from ..runs.io import file_sha256, has_results, iso, new_run_dir, results_files, results_sha256, to_jsonable, utc_now, write_json
 from ..runs.manifest import RunCounts, RunManifest
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -94,7 +94,7 @@ def mark_anchor(run_folder: str | Path, note: str) -> Anchor:
 
     Refused (``AnchorError``) unless the run is ``complete`` (every segment judged), is an evaluation
     (``evaluate``, ``rejudge`` or a notebook run with results), recorded its evidence file with a hash that
-    the file still has, and holds ``verdicts.jsonl`` and ``results.parquet``; refused too when the folder
+    the file still has, and holds ``verdicts.jsonl`` and a results dataset; refused too when the folder
     is already an anchor (an anchor is never re-marked) or the note is empty.
     """
     from ..runs.derive import InputChangedError, recorded_evidence
@@ -112,9 +112,10 @@ def mark_anchor(run_folder: str | Path, note: str) -> Anchor:
     if m.kind not in ANCHOR_KINDS:
         raise AnchorError(f"run {folder} is a {m.kind!r} run; an anchor is an evaluation "
                           f"({', '.join(ANCHOR_KINDS)}) with its own verdicts")
-    for name in ("verdicts.jsonl", "results.parquet"):
-        if not (folder / name).is_file():
-            raise AnchorError(f"run {folder} has no {name}; it cannot be an anchor")
+    if not (folder / "verdicts.jsonl").is_file():
+        raise AnchorError(f"run {folder} has no verdicts.jsonl; it cannot be an anchor")
+    if not has_results(folder):
+        raise AnchorError(f"run {folder} has no results dataset; it cannot be an anchor")
     try:
         evidence = recorded_evidence(folder, m)
     except InputChangedError as exc:
@@ -123,7 +124,7 @@ def mark_anchor(run_folder: str | Path, note: str) -> Anchor:
                     judge_id=m.judge_id, judge_spec=m.judge_spec, rubric_id=m.rubric_id,
                     evidence_file=str(m.turns_file), evidence_sha256=file_sha256(evidence),
                     verdicts_sha256=file_sha256(folder / "verdicts.jsonl"),
-                    results_sha256=file_sha256(folder / "results.parquet"), n_segments=m.counts.segments)
+                    results_sha256=results_sha256(folder), n_segments=m.counts.segments)
     text = json.dumps(anchor.to_json(), indent=2, ensure_ascii=False) + "\n"
     try:
         with (folder / ANCHOR_FILE).open("x", encoding="utf-8") as fh:  # exclusive: never overwrite
@@ -134,7 +135,7 @@ def mark_anchor(run_folder: str | Path, note: str) -> Anchor:
 
 
 def verify_anchor(run_folder: str | Path) -> Anchor:
-    """Read the anchor and check that its evidence file, ``verdicts.jsonl`` and ``results.parquet`` still
+    """Read the anchor and check that its evidence file, ``verdicts.jsonl`` and its results dataset still
     have the SHA-256 it froze (``AnchorChangedError`` naming the file otherwise)."""
     from ..runs.derive import InputChangedError, recorded_evidence
 
@@ -145,11 +146,12 @@ def verify_anchor(run_folder: str | Path) -> Anchor:
     except InputChangedError as exc:
         raise AnchorChangedError(f"anchor {folder}: {exc}") from None
     checks = [(evidence, anchor.evidence_sha256), (folder / "verdicts.jsonl", anchor.verdicts_sha256),
-              (folder / "results.parquet", anchor.results_sha256)]
+              (folder / "results", anchor.results_sha256)]
     for path, expected in checks:
-        if not path.is_file():
+        is_results = path.name == "results"
+        if not (has_results(folder) if is_results else path.is_file()):
             raise AnchorChangedError(f"anchor {folder}: {path} is gone")
-        actual = file_sha256(path)
+        actual = results_sha256(folder) if is_results else file_sha256(path)
         if actual != expected:
             raise AnchorChangedError(f"anchor {folder}: {path} changed since the anchor was marked "
                                      f"(SHA-256 {actual[:12]} != frozen {expected[:12]})")
@@ -302,10 +304,10 @@ def write_drift_run(drift: JudgeDrift, out_dir: str | Path, *, name: str = "drif
     root = repository_root()
     t = drift.decision.thresholds
     inputs = {relative_to_root(t.path, root): t.sha256}
-    for run, fname in ((drift.anchor_run, "anchor.json"), (drift.anchor_run, "results.parquet"),
-                       (drift.candidate_run, "results.parquet")):
-        p = Path(run) / fname
-        if p.is_file():
+    for run in (drift.anchor_run, drift.candidate_run):
+        if (Path(run) / "anchor.json").is_file():
+            inputs[relative_to_root(Path(run) / "anchor.json", root)] = file_sha256(Path(run) / "anchor.json")
+        for p in results_files(run):
             inputs[relative_to_root(p, root)] = file_sha256(p)
     warnings = (["SIMULATED: the candidate judge is simulated; this drift report rehearses the procedure"]
                 if drift.simulated else [])

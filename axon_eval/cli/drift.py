@@ -2,7 +2,7 @@
 
 ``anchor RUN --note TEXT``
     freeze a complete evaluation run as an anchor: writes ``RUN/anchor.json`` (SHA-256 of the evidence
-    file, ``verdicts.jsonl`` and ``results.parquet``, judge id, rubric id, UTC date, the note). Refused
+    file, ``verdicts.jsonl`` and results, judge id, rubric id, UTC date, the note). Refused
     (exit 2) for a run that is not complete, holds no hashed evidence or verdicts, or is an anchor already.
 ``drift ANCHOR_RUN --judge SPEC [--thresholds FILE] [--out DIR]``
     verify the anchor's hashes, re-judge its evidence with the candidate judge (a new ``rejudge`` run),
@@ -89,7 +89,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("anchor", help="freeze a complete run as a judge-drift anchor (writes anchor.json)",
                        description="Mark RUN as an anchor: anchor.json records the SHA-256 of its evidence file, "
-                       "verdicts.jsonl and results.parquet, the judge and rubric ids, the date and NOTE. Only a "
+                       "verdicts.jsonl and results, the judge and rubric ids, the date and NOTE. Only a "
                        "complete run can be an anchor, and an anchor is never re-marked.")
     p.add_argument("run", help="run folder (status complete)")
     p.add_argument("--note", required=True, help="why this run is the reference (recorded in anchor.json)")

@@ -129,7 +129,7 @@ def disagreement_lines(results: Any) -> list[str]:
             named.append(str(segment))
     more = f", and {k - len(named)} more" if k > len(named) else ""
     return [f"{line}: {', '.join(named)}{more}",
-            "  members' ranges per dimension: results.parquet (disagreement, range_*); each member: members.parquet"]
+            "  members' ranges per dimension: results/ (disagreement, range_*); each member: members.parquet"]
 
 
 def summary_lines(summary: dict[str, Any], results: Any, run_dir: Any, *, quiet: bool = False,
@@ -143,7 +143,7 @@ def summary_lines(summary: dict[str, Any], results: Any, run_dir: Any, *, quiet:
     unjudged = list(summary.get("unjudged_items") or [])
     budget = [i for i in unjudged if _budget_stopped(i)]
     unjudged = [i for i in unjudged if not _budget_stopped(i)]
-    results_file = f"{Path(run_dir) / 'results.parquet'} (status, error)"
+    results_file = f"{Path(run_dir) / 'results'} (status, error)"
     kinds = {"unjudged_items": (unjudged, "unjudged segment(s)", results_file),
              "failed_sample_items": (list(summary.get("failed_sample_items") or []), "failed judge sample(s)",
                                      results_file)}
@@ -250,12 +250,24 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     from ..runs import evaluate
 
     try:
-        judge = with_prompt_file(args.judge, args.prompt_file)
-        result = evaluate(Path(args.turns), judge, args.rubric, out_dir=args.out, name=args.name,
-                          limit=args.limit, row_horizon=args.row_horizon, concurrency=args.concurrency,
-                          seed=args.seed, cache=False if args.no_cache else None, progress=not args.quiet,
-                          input_files=args.input_file or (), batch=args.batch, max_cost_usd=args.max_cost_usd,
-                          compress_audit=args.compress_audit, chunk_size=args.chunk_size)
+        if args.resume is not None:
+            if args.turns is not None or args.judge is not None:
+                raise ValueError("--resume RUN finishes RUN with its own evidence and judge: give neither --turns "
+                                 "nor --judge")
+            from ..runs.resume import resume
+
+            result = resume(args.resume, workers=args.workers, scheduler=args.scheduler, progress=not args.quiet,
+                            cache=False if args.no_cache else None)
+        else:
+            if args.turns is None or args.judge is None:
+                raise ValueError("evaluate needs --turns FILE and --judge SPEC (or --resume RUN)")
+            judge = with_prompt_file(args.judge, args.prompt_file)
+            result = evaluate(Path(args.turns), judge, args.rubric, out_dir=args.out, name=args.name,
+                              limit=args.limit, row_horizon=args.row_horizon, concurrency=args.concurrency,
+                              seed=args.seed, cache=False if args.no_cache else None, progress=not args.quiet,
+                              input_files=args.input_file or (), batch=args.batch, max_cost_usd=args.max_cost_usd,
+                              compress_audit=args.compress_audit, chunk_size=args.chunk_size,
+                              workers=args.workers, scheduler=args.scheduler, partition_bytes=args.partition_bytes)
     except (*_judge_errors(), *_USAGE_ERRORS) as exc:
         return _usage_error(exc)
     print(f"run folder: {result.run_dir}")
@@ -496,8 +508,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_cmd_run)
 
     p = sub.add_parser("evaluate", help="headless evaluation of an evidence file into a run folder")
-    p.add_argument("--turns", required=True, help="JSON Lines evidence file")
-    p.add_argument("--judge", required=True, help="judge spec: heuristic, anthropic:<model>, openai:<model>[@url], ...")
+    p.add_argument("--turns", default=None, help="JSON Lines evidence file (required unless --resume)")
+    p.add_argument("--judge", default=None,
+                   help="judge spec: heuristic, anthropic:<model>, openai:<model>[@url], ... (required unless --resume)")
     p.add_argument("--rubric", default=None, help="rubric YAML file or packaged name (default axon-v1)")
     p.add_argument("--out", default=None, help="parent folder of the run (default $AXON_EVAL_RUNS_DIR, else the "
                    "repository's runs/ when run inside the repository, else ./runs)")
@@ -510,6 +523,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--chunk-size", type=_positive_int, default=DEFAULTS.chunk_size,
                    help=f"segments read, judged and written per step (memory grows with it; default {DEFAULTS.chunk_size})")
     p.add_argument("--compress-audit", action="store_true", help="write audit.jsonl.gz instead of audit.jsonl")
+    p.add_argument("--workers", type=_positive_int, default=None,
+                   help="judge partitions on a new local Dask cluster of N worker processes (default: one process)")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="judge partitions on an existing Dask cluster (also $DASK_SCHEDULER_ADDRESS)")
+    p.add_argument("--partition-bytes", type=_positive_int, default=None, metavar="BYTES",
+                   help="size of a partition of the evidence file, cut on line boundaries (default 4 MiB)")
+    p.add_argument("--resume", default=None, metavar="RUN",
+                   help="finish an interrupted, failed or killed run in place: finished partitions are kept and "
+                        "no verdict is paid twice (with --workers/--scheduler to resume on a cluster)")
     _add_judging_options(p)
     p.set_defaults(handler=_cmd_evaluate)
 
@@ -540,7 +562,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("rerun", help="execute a run again from its own folder and compare the results",
                        description="Re-execute a notebook run (evaluation, study, reference grading) with its "
                        "params.json, or an evaluate/rejudge run with its recorded evidence, judge and rubric, "
-                       "into a new folder, after checking its inputs are unchanged; then compare results.parquet "
+                       "into a new folder, after checking its inputs are unchanged; then compare the results "
                        "segment by segment and study.json figure by figure. Exit 7 when they differ.")
     p.add_argument("run", help="run folder")
     p.add_argument("--out", default=None, help="parent folder of the new run (default: the source's parent)")

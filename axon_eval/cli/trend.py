@@ -34,7 +34,7 @@ def _cmd_trend(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``trend`` verb to the ``python -m axon_eval`` sub-command parser."""
     p = sub.add_parser("trend", help="headline figures per run date with intervals, across run folders (DuckDB)",
-                       description="Read RUN folders through one DuckDB view over their results.parquet and "
+                       description="Read RUN folders through one DuckDB view over their results datasets and "
                        "manifests and print each headline figure per run date with its interval; refuses runs "
                        "whose judge or rubric ids differ unless --allow-mixed.")
     p.add_argument("runs", nargs="+", help="run folders")

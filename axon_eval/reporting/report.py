@@ -61,7 +61,7 @@ from ..runs.calibration import CALIBRATION_STUDY, latest_calibration, read_calib
 from ..stats.agreement import GATE_THRESHOLD
 from ..stats.calibration_record import CalibrationRecord, claims_verdict, staleness
 from ..stats.intervals import format_headline_table, headline_table
-from ..runs.io import read_parquet
+from ..runs.io import read_results, results_files
 from ..runs.load import audit_path
 from ..urls import InvalidEndpoint, is_loopback_url, mask_url, sanitize_url
 from ..summaries import (
@@ -974,7 +974,7 @@ def _disagreement_section(results: pd.DataFrame, members: Mapping[tuple[str, int
     out.append(_table(headers, rows, numeric=(1, 4, 5, 6, 7, 8)))
     if len(flagged) > MAX_LISTED:
         out.append(f"<p>{len(flagged) - MAX_LISTED} more flagged results rows: each has "
-                   "<code>disagreement</code> true in <code>results.parquet</code>.</p>")
+                   "<code>disagreement</code> true in the run's <code>results/</code>.</p>")
     return "\n".join(out)
 
 
@@ -1174,16 +1174,17 @@ def render_report(run: Run, *, n_worst: int = DEFAULT_N_WORST, labels: str | Pat
 
 
 # -- reading a run folder, streaming ----------------------------------------------------------------
-def read_report_results(path: Path) -> pd.DataFrame:
-    """The columns of ``results.parquet`` the report uses (:data:`REPORT_COLUMNS` present in the file);
-    an empty frame with those columns when the file is absent (e.g. a failed run)."""
-    if not path.exists():
+def read_report_results(folder: Path) -> pd.DataFrame:
+    """The columns of the run's results dataset the report uses (:data:`REPORT_COLUMNS` present in it),
+    every part in order; an empty frame with those columns when the run wrote none (e.g. a failed run)."""
+    files = results_files(folder)
+    if not files:
         return pd.DataFrame({c: pd.Series(dtype="float64" if c in (*DIMENSIONS, "raw_score", "score") else object)
                              for c in REPORT_COLUMNS})
     import pyarrow.parquet as pq
 
-    present = set(pq.read_schema(path).names)
-    return read_parquet(path, columns=[c for c in REPORT_COLUMNS if c in present])  # the runs' bounded reader
+    present = set(pq.read_schema(files[0]).names)
+    return read_results(folder, columns=[c for c in REPORT_COLUMNS if c in present])  # the runs' bounded reader
 
 
 def read_jsonl_records(path: Path, problems: list[str]) -> list[dict[str, Any]]:
@@ -1241,7 +1242,7 @@ def write_report(run_folder: str | Path, *, output: str | Path | None = None,
                  calibration: str | Path | CalibrationRecord | None = None) -> Path:
     """Render the report of ``run_folder`` and write it atomically (default ``<run>/report.html``).
 
-    Reads ``manifest.json``, the report's columns of ``results.parquet`` and ``invalid.jsonl``, embeds
+    Reads ``manifest.json``, the report's columns of the results dataset and ``invalid.jsonl``, embeds
     the PNGs of ``figures/`` (or draws the standard figures when there are none), and streams
     ``audit.jsonl`` keeping only the ``n_worst`` lowest-scoring segments' entries. Raises
     ``FileNotFoundError`` naming a folder without ``manifest.json``. A gzip ``audit.jsonl.gz`` is read the
@@ -1257,7 +1258,7 @@ def write_report(run_folder: str | Path, *, output: str | Path | None = None,
     if not manifest_path.exists():
         raise FileNotFoundError(f"{folder} is not a run folder: no manifest.json")
     m = json.loads(manifest_path.read_text(encoding="utf-8"))
-    results = read_report_results(folder / "results.parquet")
+    results = read_report_results(folder)
     problems: list[str] = []
     invalid = read_jsonl_records(folder / "invalid.jsonl", problems)
     rubric = _rubric_of(m)

@@ -8,7 +8,10 @@ overwritten (a clash gets ``-2``, ``-3``, ... appended) and holds:
 ``manifest.json``     :class:`RunManifest`: status, judge and its endpoint, rubric, git commit (and
                       ``git.diff`` when the tree was dirty), versions of every dependency, SHA-256 of every
                       input, times, counts in segments, cache hits, tokens, estimated and reported cost
-``results.parquet``   one row per judged segment and judge sample: see :data:`RESULT_COLUMNS`
+``results/``          the results dataset, ``part-<n>.parquet`` (one part per partition; a single-process
+                      run writes one): one row per judged segment and judge sample, :data:`RESULT_COLUMNS`
+``parts/``            a partitioned run's per-partition verdicts, audit and records (merged into the files
+                      below at the end; kept so that ``--resume`` can finish an interrupted run)
 ``verdicts.jsonl``    every :class:`~axon_eval.judges.base.JudgeRecord` (what ``replay(<run>)`` reads)
 ``audit.jsonl``       per results row: the full scoring arithmetic, the trajectory facts, the SQL and rows
                       the judge saw and the view's SHA-256 (``audit.jsonl.gz`` when compressed)

@@ -1,7 +1,9 @@
 """Every run folder under a root as one table, so runs can be found and compared without opening folders.
 
 ``index(root)`` reads only ``manifest.json`` (and ``study.json`` when present) of each folder. A folder
-whose manifest cannot be read is listed with ``status == "unreadable"`` and the reason, never skipped.
+whose manifest cannot be read is listed with ``status == "unreadable"`` and the reason, never skipped; a
+run still recorded as ``running`` whose process is gone is listed as ``interrupted``
+(:func:`~.manifest.effective_status`: ``evaluate --resume`` finishes it).
 
 Every run says what its judge was not (:func:`axon_eval.runs.disclosure.judge_disclosure`): ``simulated``
 is true for a simulated judge's run (or a study that says so), ``local_server`` for a run judged against a
@@ -18,7 +20,7 @@ import pandas as pd
 
 from .disclosure import judge_disclosure
 from .io import default_runs_dir
-from .manifest import RunManifest
+from .manifest import RunManifest, effective_status
 
 INDEX_COLUMNS: tuple[str, ...] = (
     "run_id", "path", "started_at", "ended_at", "kind", "name", "status", "judge_id", "judge_local",
@@ -49,7 +51,7 @@ def index(root: str | Path | None = None) -> pd.DataFrame:
                 rows.append(row)
                 continue
             row.update(
-                started_at=m.started_at, ended_at=m.ended_at, kind=m.kind, name=m.name, status=m.status,
+                started_at=m.started_at, ended_at=m.ended_at, kind=m.kind, name=m.name, status=effective_status(m),
                 judge_id=m.judge_id, judge_local=m.judge_local, rubric_id=m.rubric_id, rubric_name=m.rubric_name,
                 turns_file=m.turns_file, turns_sha256=m.input_files.get(m.turns_file or "", None),
                 segments=m.counts.segments, planned_segments=m.counts.total, judged=m.counts.judged, unjudged=m.counts.unjudged,

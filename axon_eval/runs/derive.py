@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..evidence import invalid_lines
 from ..rubric import Rubric
 from .evaluate import evaluate, fail_run, record_git
-from .io import CACHE_ENV, file_sha256, iso, new_run_dir, to_jsonable, utc_now, write_json, write_jsonl
+from .io import CACHE_ENV, file_sha256, has_results, iso, new_run_dir, to_jsonable, utc_now, write_json, write_jsonl
 from .load import Run, audit_path, iter_verdicts, load_run
 from .manifest import RunCounts, RunManifest, status_for
 from .options import DEFAULTS
@@ -234,7 +234,7 @@ def _short(value: Any) -> str:
 @dataclass
 class RerunComparison:
     """What :func:`rerun` found: the results compared segment by segment (``results``, a
-    :class:`~axon_eval.runs.compare.RunComparison`, when both runs wrote ``results.parquet``) and the
+    :class:`~axon_eval.runs.compare.RunComparison`, when both runs wrote results) and the
     ``study.json`` differences (``None`` when neither run wrote one)."""
 
     run_a: str
@@ -255,7 +255,7 @@ class RerunComparison:
         """A plain-text summary for the terminal."""
         lines = [f"A: {self.run_a}", f"B: {self.run_b} (re-run)"]
         if self.results is not None:
-            lines.append("results.parquet:")
+            lines.append("results:")
             lines.extend("  " + line for line in self.results.format(top=top).splitlines()[2:-1])
         if self.study is not None:
             if self.study:
@@ -267,7 +267,7 @@ class RerunComparison:
                 lines.append("study.json: the same figures (run folder names and "
                              f"{', '.join(STUDY_PROVENANCE_KEYS)} are not compared)")
         if self.results is None and self.study is None:
-            lines.append("nothing to compare: neither run wrote results.parquet or study.json")
+            lines.append("nothing to compare: neither run wrote results or study.json")
         if self.cache_hits is not None:
             lines.append(f"verdict cache: {self.cache_hits} hit(s), {self.cache_misses or 0} judged again")
         lines.extend(f"note: {n}" for n in self.notes)
@@ -276,18 +276,19 @@ class RerunComparison:
 
 
 def compare_rerun(a: str | Path, b: str | Path, notes: list[str] | None = None) -> RerunComparison:
-    """Compare run ``b`` (a re-run) with run ``a``: their ``results.parquet`` (:func:`compare_runs`, same
+    """Compare run ``b`` (a re-run) with run ``a``: their results datasets (:func:`compare_runs`, same
     evidence required) and their ``study.json`` (:func:`study_differences`)."""
     from .compare import compare_runs
 
     a, b = Path(a), Path(b)
     notes = list(notes or [])
     results = None
-    has = {name: ((a / name).exists(), (b / name).exists()) for name in ("results.parquet", "study.json")}
+    has = {"results": (has_results(a), has_results(b)),
+           "study.json": ((a / "study.json").exists(), (b / "study.json").exists())}
     for name, (in_a, in_b) in has.items():
         if in_a != in_b:
             notes.append(f"only {'A' if in_a else 'B'} wrote {name}")
-    if all(has["results.parquet"]):
+    if all(has["results"]):
         results = compare_runs(a, b, allow_different_evidence=False)
     study = None
     if all(has["study.json"]):

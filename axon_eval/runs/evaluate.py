@@ -2,7 +2,7 @@
 
 The input is read, judged, scored and written in chunks of about ``chunk_size`` segments, so peak memory
 grows with the chunk, not the file: ``verdicts.jsonl`` and ``audit.jsonl`` are appended chunk by chunk
-and ``results.parquet`` gets one row group per chunk (each written under a hidden ``.partial`` name and
+and the results part ``results/part-00000.parquet`` gets one row group per chunk (each written under a hidden ``.partial`` name and
 moved into place at the end). Only the results table (one small row per segment) is kept for the
 returned :class:`~axon_eval.runs.load.Run`; its verdicts and audit load lazily.
 
@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import sys
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -41,11 +42,10 @@ from ..evidence import (
     invalid_lines,
     iter_turns,
     split_segments,
-    trajectory_facts,
 )
 from ..rubric import Rubric
-from ..view import EvidenceView, render_view
-from .budget import estimate_cost, estimate_view_cost, format_usd, is_paid, unpriced_models
+from .budget import estimate_cost, format_usd, is_paid, unpriced_models
+from .judging import InFlight, judge_chunk, resolve_judge, rubric_sampler, segment_chunks
 from .io import (
     atomic_write_text,
     default_cache_path,
@@ -60,32 +60,16 @@ from .io import (
     write_jsonl,
 )
 from .load import Run
-from .manifest import NoValidTurnsError, RunCounts, RunInterrupted, RunManifest, status_for
+from .manifest import NoValidTurnsError, RunCounts, RunInterrupted, RunManifest, mark_alive, status_for
 from .provenance import repository_root, git_info, package_versions, redact_secrets, relative_to_root
-from .rows import SegmentItem
 from .options import EvaluationOptions
-from .writer import BUDGET_ERROR, RunWriter, Usage
+from .writer import RunWriter, Usage
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..judges.base import Judge, JudgeRecord
-    from ..judges.cache import VerdictCache
+    from ..judges.base import Judge
 
 
 # -- judges and caches -------------------------------------------------------------------------------
-def resolve_judge(judge: Judge | str, rubric: Rubric | None = None) -> Judge:
-    """A judge object, or one built from a spec string by :func:`axon_eval.judges.build_judge`; the
-    language-model judges of a spec take the rubric's ``prompt_version`` (the rubric pins the prompt:
-    it is part of the rubric id)."""
-    if isinstance(judge, str):
-        from ..judges import build_judge
-
-        return build_judge(judge, **({"prompt_version": rubric.prompt_version} if rubric is not None else {}))
-    for attr in ("judge_id", "model", "prompt_version", "judge_many"):
-        if not hasattr(judge, attr):
-            raise TypeError(f"{judge!r} is not a judge: it has no {attr!r}")
-    return judge
-
-
 def prompt_mismatches(provenance: Sequence[Mapping[str, Any]], rubric: Rubric) -> list[str]:
     """The prompt versions (identities ``<name>+<hash>``) in a judge's ``provenance``
     (:func:`judge_provenance`: one entry per language-model judge inside it) whose name is not the rubric's
@@ -163,35 +147,6 @@ def _limited(stream: Iterator[Turn], limit: int | None) -> Iterator[Turn]:
         pass
 
 
-def _segment_chunks(turns: Iterator[Turn], rubric: Rubric, chunk_size: int,
-                    row_sampler: str | None) -> Iterator[tuple[list[SegmentItem], list[EvidenceView], int]]:
-    """``(items, views, n_turns)`` per chunk of whole turns holding about ``chunk_size`` segments."""
-    items: list[SegmentItem] = []
-    views: list[EvidenceView] = []
-    n_turns = 0
-    for turn in turns:
-        n_turns += 1
-        facts = trajectory_facts(turn).to_dict()
-        for segment in split_segments(turn):
-            view = (render_view(segment, rubric.row_horizon) if row_sampler is None
-                    else render_view(segment, rubric.row_horizon, row_sampler=row_sampler))
-            views.append(view)
-            items.append(SegmentItem.from_view(view, turn, facts))
-        if len(views) >= chunk_size:
-            yield items, views, n_turns
-            items, views, n_turns = [], [], 0
-    if views or n_turns:
-        yield items, views, n_turns
-
-
-def _rubric_sampler(rubric: Rubric) -> str | None:
-    sampler = getattr(rubric, "row_sampler", None)
-    return None if sampler in (None, "head") else str(sampler)
-
-
-# -- writing -------------------------------------------------------------------------------------------
-
-
 def _rubric_record(rubric: Rubric) -> dict[str, Any]:
     return rubric.model_dump(mode="json")
 
@@ -219,7 +174,7 @@ def _prepare_dir(run_dir: str | Path | None, out_dir: Path, name: str, judge: st
         return new_run_dir(out_dir, name, judge, now=started), None, False, None
     folder = Path(run_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    taken = [p.name for p in (folder / "results.parquet", folder / "verdicts.jsonl") if p.exists()]
+    taken = [p.name for p in (folder / "results", folder / "results.parquet", folder / "verdicts.jsonl") if p.exists()]
     if taken:
         raise FileExistsError(f"run folder {folder} already holds {taken}; runs are never overwritten")
     existing, warning = read_existing_manifest(folder)
@@ -251,72 +206,6 @@ def record_git(folder: Path, manifest: RunManifest, root: Path | None) -> None:
 
 
 #: The error of a sample whose judgement had not finished when the run was interrupted.
-INTERRUPTED_ERROR = "not judged: the run was interrupted (Ctrl-C) before this judgement finished"
-
-
-class InFlight:
-    """The chunk being judged: the items and views sent to the judge and the records finished so far
-    (keyed as :meth:`~axon_eval.judges.base.Judge.ajudge_many`'s ``completed``)."""
-
-    def __init__(self) -> None:
-        self.items: list[SegmentItem] = []
-        self.views: list[EvidenceView] = []
-        self.done: dict[int, JudgeRecord] = {}
-
-    def start(self, items: Sequence[SegmentItem], views: Sequence[EvidenceView]) -> dict[int, JudgeRecord]:
-        self.items, self.views, self.done = list(items), list(views), {}
-        return self.done
-
-    def clear(self) -> None:
-        self.start([], [])
-
-    def finished(self, judge: Judge) -> tuple[list[SegmentItem], list[JudgeRecord]]:
-        """``(items, records)`` of every sent segment with at least one finished judgement, its unfinished
-        samples as error records saying the run was interrupted (aligned, view-major)."""
-        samples = int(getattr(judge, "default_samples", 1) or 1)
-        done = dict(self.done)
-        items: list[SegmentItem] = []
-        records: list[JudgeRecord] = []
-        for i, (item, view) in enumerate(zip(self.items, self.views, strict=True)):
-            got = [done.get(i * samples + s) for s in range(samples)]
-            if all(r is None for r in got):
-                continue
-            for s, record in enumerate(got):
-                items.append(item)
-                records.append(record if record is not None else judge.error_record(view, s, INTERRUPTED_ERROR))
-        return items, records
-
-
-def _judge_chunk(judge: Judge, views: Sequence[EvidenceView], items: Sequence[SegmentItem], *,
-                 cache: Any, concurrency: int, usage: Usage, max_cost_usd: float | None,
-                 inflight: InFlight | None = None) -> list[JudgeRecord]:
-    """Judge one chunk through the cache, keeping within the budget (see the module docstring); the views
-    sent and the judgements finished are kept in ``inflight`` while the call runs."""
-    inflight = inflight if inflight is not None else InFlight()
-    if max_cost_usd is None:
-        done = inflight.start(items, views)
-        return judge.judge_many(views, concurrency=concurrency, cache=cache, progress=False, completed=done)
-    allowed: list[int] = []
-    planned = usage.spent
-    for k, view in enumerate(views):
-        cost = estimate_view_cost(judge, view) or 0.0
-        if cache is not None and getattr(judge, "cacheable", False) and cache.get(judge.cache_key(view, 0)) is not None:
-            cost = 0.0  # served from the cache: free
-        if planned + cost > max_cost_usd:
-            break
-        planned += cost
-        allowed.append(k)
-    done = inflight.start([items[k] for k in allowed], [views[k] for k in allowed])
-    judged = judge.judge_many([views[k] for k in allowed], concurrency=concurrency, cache=cache,
-                              progress=False, completed=done) if allowed else []
-    samples = getattr(judge, "default_samples", 1) or 1
-    out: list[JudgeRecord] = list(judged)
-    message = BUDGET_ERROR.format(budget=max_cost_usd, spent=usage.spent)
-    for view in views[len(allowed):]:
-        out.extend(judge.error_record(view, s, message) for s in range(samples))
-    return out
-
-
 def count_segments(turns: Iterable[Turn] | Path, limit: int | None = None) -> int:
     """The segments of the valid turns of ``turns`` (a list or an evidence file, read afresh), within the
     first ``limit`` valid turns."""
@@ -362,6 +251,78 @@ def _interrupted(folder: Path, manifest: RunManifest, writer: RunWriter | None, 
     with contextlib.suppress(Exception):
         manifest.write(folder)
     return RunInterrupted(folder, counts.judged, counts.planned_segments, cached=manifest.cache_path is not None)
+
+
+# -- partitioned runs (a Dask cluster) ------------------------------------------------------------------
+def _wants_partitions(opts: EvaluationOptions, turns: Any, judge: Judge) -> bool:
+    """Whether the run is partitioned (``workers``, ``scheduler``, ``client`` or
+    ``$DASK_SCHEDULER_ADDRESS``); refuses what a partitioned run cannot do before anything starts."""
+    import os
+
+    from .partitioned import SCHEDULER_ENV
+
+    if opts.workers is None and opts.scheduler is None and opts.client is None and not os.environ.get(SCHEDULER_ENV):
+        return False
+    if not isinstance(turns, str | Path):
+        raise ValueError("a partitioned run (workers, scheduler or client) reads an evidence file: pass its path")
+    if opts.batch:
+        raise ValueError("Message Batches are one submission from this process: run batch=True (--batch) without "
+                         "workers or a scheduler")
+    if not getattr(judge, "spec", None):
+        raise ValueError(f"a partitioned run rebuilds the judge on every worker from its spec; judge "
+                         f"{judge.judge_id!r} has none (pass a spec string such as 'heuristic')")
+    return True
+
+
+def _judge_partitioned(engine: Any, folder: Path, evidence: Path, judge: Judge, rubric: Rubric,
+                       manifest: RunManifest, opts: EvaluationOptions, out: Path,
+                       invalid_list: list[dict[str, Any]]) -> bool:
+    """Judge ``evidence`` partition by partition on ``engine`` (:mod:`.partitioned`) into ``folder``;
+    fills the manifest (counts: the sum of the parts; tokens, cost, cache figures; the partitions) and
+    ``invalid_list`` (the file's invalid lines, file order). Returns whether the budget stopped judging."""
+    from .partitioned import PARTITION_BYTES, run_partitions
+
+    partition_bytes = opts.partition_bytes or PARTITION_BYTES
+    manifest.partitions = ({"bytes": partition_bytes, "engine": "this process", "slots": 1, "workers_share_disk": True}
+                           if engine is None else
+                           {"bytes": partition_bytes, "engine": "dask.distributed", "slots": engine.slots,
+                            "workers_share_disk": engine.local})
+    if engine is not None and engine.dashboard:
+        print(f"Dask dashboard: {engine.dashboard}", file=sys.stderr)
+    cache_path = None
+    if opts.cache is not False:
+        cache_path = Path(opts.cache) if isinstance(opts.cache, str | Path) else default_cache_path(out)
+        if opts.cache is not None and opts.cache is not True and not isinstance(opts.cache, str | Path):
+            cache_path = getattr(opts.cache, "path", None)
+    if cache_path is not None:
+        manifest.cache_path = relative_to_root(cache_path, repository_root())
+    manifest.write(folder)
+    done = run_partitions(engine, evidence, folder, judge.spec, rubric, limit=opts.limit, cache_path=cache_path,
+                          concurrency=opts.concurrency, chunk_size=opts.chunk_size, max_cost_usd=opts.max_cost_usd,
+                          compress_audit=opts.compress_audit, partition_bytes=partition_bytes,
+                          progress=opts.progress, on_partition=lambda o, k, n: _heartbeat(folder, manifest, k, n))
+    invalid_list.extend(done.invalid)
+    counts = RunCounts(**{k: v for k, v in done.counts.items() if k in RunCounts.model_fields})
+    counts.invalid = len(invalid_lines(invalid_list))
+    manifest.counts = counts
+    manifest.partitions = {**manifest.partitions, "count": done.n_partitions, "kept": done.kept,
+                           "journal_hits": done.journal_hits}
+    manifest.cache_hits, manifest.cache_misses = done.hits, done.misses
+    for key, value in done.usage.items():
+        setattr(manifest, key, value)
+    write_jsonl(folder / "invalid.jsonl", invalid_list)
+    return done.budget_stopped
+
+
+def _heartbeat(folder: Path, manifest: RunManifest, done: int, total: int) -> None:
+    """A running partitioned run says it is alive (and how far it got) in its manifest."""
+    mark_alive(manifest)
+    manifest.partitions = {**(manifest.partitions or {}), "done": done, "count": total}
+    manifest.write(folder)
+
+
+#: A single-process run rewrites its heartbeat at most this often (seconds).
+HEARTBEAT_EVERY_S = 30.0
 
 
 def evaluate(
@@ -437,6 +398,7 @@ def evaluate(
         from .batch import batch_leaf
 
         batch_leaf(judge)  # refuses judges that cannot batch, before anything is written
+    partitioned = _wants_partitions(opts, turns, judge)
     files = [Path(p) for p in input_files]
     invalid_list = [_invalid_dict(i) for i in invalid]
     source_name = "<turns>"
@@ -493,9 +455,14 @@ def evaluate(
         notebook=notebook, max_cost_usd=max_cost_usd,
     )
     writer: RunWriter | None = None
+    engine = None
     inflight = InFlight()
     usage = Usage()
     try:
+        if partitioned:
+            from .partitioned import connect
+
+            engine = connect(opts.workers, opts.scheduler, opts.client)
         manifest.input_files = {rel(f): file_sha256(f) for f in files}
         manifest.turns_file = rel(files[0]) if files else None
         record_git(folder, manifest, root)
@@ -510,14 +477,15 @@ def evaluate(
                                      f"{', '.join(other_prompts)}: its verdicts are not the rubric's")
         if not has_params:
             write_json(folder / "params.json", merged_params)
+        mark_alive(manifest)  # index tells a killed run (its process gone) from a running one
         manifest.write(folder)
         (folder / "figures").mkdir(exist_ok=True)
-        sampler = _rubric_sampler(rubric)
+        sampler = rubric_sampler(rubric)
         if is_paid(judge):
             # a streaming pre-pass over the same turns (the file is read twice; views are not kept)
             planned = itertools.islice(_turn_stream(turn_source, []), limit) if limit is not None else \
                 _turn_stream(turn_source, [])
-            est = estimate_cost(judge, (v for _i, vs, _n in _segment_chunks(planned, rubric, chunk_size, sampler)
+            est = estimate_cost(judge, (v for _i, vs, _n in segment_chunks(planned, rubric, chunk_size, sampler)
                                         for v in vs), batch=batch)
             manifest.estimated_cost_usd = est
             shown = "unknown (model not in the price table)" if est is None else format_usd(est)
@@ -526,48 +494,62 @@ def evaluate(
                   + (f"; budget max_cost_usd={format_usd(max_cost_usd)}" if max_cost_usd is not None else ""),
                   file=sys.stderr)
             manifest.write(folder)
-        writer = RunWriter(folder, compress_audit=compress_audit)
-        with open_cache(cache, out) as cache_obj:
-            cache_file = getattr(cache_obj, "path", None) if cache_obj is not None else None
-            manifest.cache_path = rel(cache_file) if cache_file is not None else None
-            before = _cache_counts(cache_obj)
-            chunks = _segment_chunks(turn_iter, rubric, chunk_size, sampler)
-            bar = _progress(judge.judge_id, progress)
-            try:
-                if batch:
-                    from .batch import judge_run_in_batch
+        if engine is not None:
+            invalid_list = [_invalid_dict(i) for i in invalid]  # the file's own lines come from the partitions
+            budget_stopped = _judge_partitioned(engine, folder, files[0], judge, rubric, manifest, opts, out,
+                                                invalid_list)
+            results = None  # a partitioned run is read back lazily (load_run), never whole here
+            counts = manifest.counts
+        else:
+            writer = RunWriter(folder, compress_audit=compress_audit)
+            with open_cache(cache, out) as cache_obj:
+                cache_file = getattr(cache_obj, "path", None) if cache_obj is not None else None
+                manifest.cache_path = rel(cache_file) if cache_file is not None else None
+                before = _cache_counts(cache_obj)
+                chunks = segment_chunks(turn_iter, rubric, chunk_size, sampler)
+                bar = _progress(judge.judge_id, progress)
+                try:
+                    if batch:
+                        from .batch import judge_run_in_batch
 
-                    judge_run_in_batch(judge, chunks, writer, rubric, cache=cache_obj, folder=folder,
-                                       manifest=manifest, usage=usage, poll_interval=batch_poll_s,
-                                       timeout=batch_timeout_s, bar=bar, max_cost_usd=max_cost_usd)
-                else:
-                    for items, views, n_turns in chunks:
-                        records = _judge_chunk(judge, views, items, cache=cache_obj, concurrency=concurrency,
-                                               usage=usage, max_cost_usd=max_cost_usd, inflight=inflight)
-                        inflight.clear()
-                        usage.add(records)
-                        writer.add(items, records, rubric, n_turns)
-                        if bar is not None:
-                            bar.update(len(views))
-            finally:
-                if bar is not None:
-                    bar.close()
-            after = _cache_counts(cache_obj)
-        writer.commit()
-        write_jsonl(folder / "invalid.jsonl", invalid_list)
-        results = writer.results_frame()
-        if before is not None and after is not None:
-            manifest.cache_hits, manifest.cache_misses = after[0] - before[0], after[1] - before[1]
-        elif cache_obj is not None:
-            manifest.cache_hits = usage.cached
-            manifest.cache_misses = usage.records - usage.cached
-        for key, value in usage.totals.items():
-            setattr(manifest, key, value)
-        counts = writer.counts
-        counts.invalid = len(invalid_lines(invalid_list))
-        manifest.counts = counts
+                        judge_run_in_batch(judge, chunks, writer, rubric, cache=cache_obj, folder=folder,
+                                           manifest=manifest, usage=usage, poll_interval=batch_poll_s,
+                                           timeout=batch_timeout_s, bar=bar, max_cost_usd=max_cost_usd)
+                    else:
+                        beat = time.monotonic()
+                        for items, views, n_turns in chunks:
+                            records = judge_chunk(judge, views, items, cache=cache_obj, concurrency=concurrency,
+                                                  usage=usage, max_cost_usd=max_cost_usd, inflight=inflight)
+                            inflight.clear()
+                            usage.add(records)
+                            writer.add(items, records, rubric, n_turns)
+                            if bar is not None:
+                                bar.update(len(views))
+                            if time.monotonic() - beat > HEARTBEAT_EVERY_S:
+                                beat = time.monotonic()
+                                mark_alive(manifest)
+                                manifest.write(folder)
+                finally:
+                    if bar is not None:
+                        bar.close()
+                after = _cache_counts(cache_obj)
+            writer.commit()
+            write_jsonl(folder / "invalid.jsonl", invalid_list)
+            results = writer.results_frame()
+            if before is not None and after is not None:
+                manifest.cache_hits, manifest.cache_misses = after[0] - before[0], after[1] - before[1]
+            elif cache_obj is not None:
+                manifest.cache_hits = usage.cached
+                manifest.cache_misses = usage.records - usage.cached
+            for key, value in usage.totals.items():
+                setattr(manifest, key, value)
+            counts = writer.counts
+            counts.invalid = len(invalid_lines(invalid_list))
+            manifest.counts = counts
+            budget_stopped = max_cost_usd is not None and bool(
+                results["error"].fillna("").str.startswith("not judged: the max_cost_usd").any())
         manifest.status, manifest.failure = status_for(counts)
-        if max_cost_usd is not None and (results["error"].fillna("").str.startswith("not judged: the max_cost_usd")).any():
+        if budget_stopped:
             manifest.warnings.append(f"the max_cost_usd budget ({format_usd(max_cost_usd)}) stopped judging; the "
                                      "rest are unjudged rows")
         manifest.ended_at = iso(utc_now())
@@ -585,6 +567,9 @@ def evaluate(
             manifest.counts.invalid = len(invalid_lines(invalid_list))
         fail_run(folder, manifest, exc)
         raise
+    finally:
+        if engine is not None:
+            engine.close()
     return Run(run_dir=folder, manifest=manifest, params=manifest.params, results=results,
                invalid=invalid_list)
 

@@ -214,8 +214,9 @@ class JsonlAppender:
     does not exist, so a crashed run never leaves a truncated file under the real name.
     """
 
-    def __init__(self, path: str | Path, *, compress: bool = False) -> None:
+    def __init__(self, path: str | Path, *, compress: bool = False, flush: bool = False) -> None:
         self.path = Path(path)
+        self.flush = flush and not compress
         self.partial = self.path.with_name(f".{self.path.name}.partial")
         raw = self.partial.open("wb")
         self._fh: Any = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) if compress else raw
@@ -226,6 +227,8 @@ class JsonlAppender:
         chunk = "".join((r if isinstance(r, str) else json.dumps(r, ensure_ascii=False, default=_json_default))
                         + "\n" for r in rows)
         self._fh.write(chunk.encode("utf-8"))
+        if self.flush:  # whole lines reach the file as they are written (a journal survives a crash)
+            self._fh.flush()
         self.count += chunk.count("\n")
 
     def _close(self) -> None:
@@ -273,6 +276,52 @@ def read_parquet(path: str | Path, columns: list[str] | None = None) -> pd.DataF
     use_system_memory_pool()
     table = pq.read_table(str(path), columns=columns, use_threads=False, pre_buffer=False)
     return table.to_pandas(self_destruct=True, split_blocks=True)
+
+
+#: The results dataset of a run folder: ``results/part-<index>.parquet`` (``results.parquet``: a folder
+#: written before runs were partitioned, still read).
+RESULTS_GLOB = "results/part-*.parquet"
+LEGACY_RESULTS = "results.parquet"
+
+
+def results_files(folder: str | Path) -> list[Path]:
+    """The parts of a run's results dataset in partition order (a folder of the older layout: its one
+    ``results.parquet``); empty when the run wrote none."""
+    folder = Path(folder)
+    parts = sorted(folder.glob(RESULTS_GLOB))
+    if parts:
+        return parts
+    legacy = folder / LEGACY_RESULTS
+    return [legacy] if legacy.is_file() else []
+
+
+def has_results(folder: str | Path) -> bool:
+    """True when the run folder holds a results dataset (at least one part)."""
+    return bool(results_files(folder))
+
+
+def read_results(folder: str | Path, columns: list[str] | None = None) -> pd.DataFrame | None:
+    """A run's results dataset as one DataFrame (every part, in partition order), ``None`` when it has
+    none. Parts are read one at a time (:func:`read_parquet`)."""
+    files = results_files(folder)
+    if not files:
+        return None
+    frames = [read_parquet(f, columns=columns) for f in files]
+    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+
+
+def results_sha256(folder: str | Path) -> str:
+    """One SHA-256 for a results dataset: of the parts' names and SHA-256s, in order (a one-file dataset
+    of the older layout: that file's SHA-256, so recorded hashes stay valid)."""
+    files = results_files(folder)
+    if not files:
+        raise FileNotFoundError(f"{folder} holds no results dataset ({RESULTS_GLOB})")
+    if len(files) == 1 and files[0].name == LEGACY_RESULTS:
+        return file_sha256(files[0])
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f"{f.name}\t{file_sha256(f)}\n".encode())
+    return h.hexdigest()
 
 
 class ParquetAppender:

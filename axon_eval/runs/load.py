@@ -1,8 +1,8 @@
 """Reading run folders back: :class:`Run` and :func:`load_run`.
 
-``results.parquet`` and the manifest are read eagerly; ``verdicts.jsonl`` and ``audit.jsonl`` (the large
-files: the audit holds the rows each judge saw) are read only when first asked for, and
-:meth:`Run.iter_audit` streams the audit without holding it.
+The manifest is read eagerly and the results dataset (``results/part-*.parquet``, every part) when
+first asked for; ``verdicts.jsonl`` and ``audit.jsonl`` (the large files: the audit holds the rows each
+judge saw) likewise, and :meth:`Run.iter_audit` streams the audit without holding it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from ..summaries import summarise
-from .io import iter_jsonl, read_jsonl, read_parquet
+from .io import iter_jsonl, read_jsonl, read_results
 from .manifest import RunManifest
 from .rows import empty_results
 
@@ -53,12 +53,12 @@ class Run:
     given."""
 
     def __init__(self, run_dir: str | Path, manifest: RunManifest, params: dict[str, Any],
-                 results: pd.DataFrame, verdicts: list[JudgeRecord] | None = None,
+                 results: pd.DataFrame | None = None, verdicts: list[JudgeRecord] | None = None,
                  audit: list[dict[str, Any]] | None = None, invalid: list[dict[str, Any]] | None = None) -> None:
         self.run_dir = Path(run_dir)
         self.manifest = manifest
         self.params = params
-        self.results = results
+        self._results = results
         self._verdicts = verdicts
         self._audit = audit
         self._invalid = invalid
@@ -66,6 +66,19 @@ class Run:
     def __repr__(self) -> str:
         return (f"Run({str(self.run_dir)!r}, status={self.manifest.status!r}, "
                 f"segments={self.manifest.counts.segments}, judge={self.manifest.judge_id!r})")
+
+    @property
+    def results(self) -> pd.DataFrame:
+        """The results dataset, every part in partition order (read on first use; an empty frame when the
+        run wrote none, e.g. a failed run)."""
+        if self._results is None:
+            loaded = read_results(self.run_dir)
+            self._results = loaded if loaded is not None else empty_results()
+        return self._results
+
+    @results.setter
+    def results(self, frame: pd.DataFrame) -> None:
+        self._results = frame
 
     @property
     def verdicts(self) -> list[JudgeRecord]:
@@ -112,12 +125,10 @@ class Run:
 
 
 def load_run(folder: str | Path) -> Run:
-    """Read a run folder: manifest, params and results now (an empty frame when absent, e.g. a failed
-    run); verdict records, audit entries and invalid lines when first used."""
+    """Read a run folder: manifest and params now; the results dataset (an empty frame when absent,
+    e.g. a failed run), verdict records, audit entries and invalid lines when first used."""
     folder = Path(folder)
     manifest = RunManifest.read(folder)
     params_path = folder / "params.json"
     params = json.loads(params_path.read_text(encoding="utf-8")) if params_path.exists() else {}
-    results_path = folder / "results.parquet"
-    results = read_parquet(results_path) if results_path.exists() else empty_results()
-    return Run(run_dir=folder, manifest=manifest, params=params, results=results)
+    return Run(run_dir=folder, manifest=manifest, params=params)

@@ -149,6 +149,11 @@ class RunManifest(BaseModel):
     batch: dict[str, Any] | None = Field(default=None, description="Message Batches: ids, status, pricing")
     source_run: str | None = None
     notebook: dict[str, Any] | None = None
+    partitions: dict[str, Any] | None = Field(
+        default=None, description="a partitioned run: partition bytes, engine, slots, partitions done/count")
+    host: str | None = Field(default=None, description="the machine of the process that runs the run")
+    pid: int | None = Field(default=None, description="the process that runs the run (while running)")
+    heartbeat_at: str | None = Field(default=None, description="UTC time the running process last said it is alive")
     warnings: list[str] = Field(default_factory=list)
     error: str | None = None
 
@@ -220,3 +225,55 @@ class RunInterrupted(KeyboardInterrupt):
             return cls(run_dir)
         return cls(run_dir, manifest.counts.judged, manifest.counts.total,
                    cached=manifest.cache_path is not None)
+
+
+# -- is a running run still alive? ---------------------------------------------------------------------
+#: A running run whose heartbeat is older than this (seconds) and whose process cannot be checked (it
+#: ran on another machine) is shown as interrupted.
+HEARTBEAT_STALE_S = 15 * 60
+
+
+def process_alive(pid: int | None) -> bool:
+    """Whether process ``pid`` exists on this machine."""
+    import os
+
+    if not pid:
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, owned by someone else
+        return True
+    return True
+
+
+def mark_alive(manifest: RunManifest) -> None:
+    """Record this process (host and pid) as the one running the run, with a fresh heartbeat."""
+    import os
+    import socket
+    from datetime import datetime, timezone
+
+    manifest.host, manifest.pid = socket.gethostname(), os.getpid()
+    manifest.heartbeat_at = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def effective_status(manifest: RunManifest, *, now: Any = None) -> str:
+    """The manifest's status, except that a ``running`` run whose recorded process is gone (this host)
+    or whose heartbeat is older than :data:`HEARTBEAT_STALE_S` (another host) is ``interrupted``: killed
+    without finishing (``kill -9``, a lost machine). A run recorded before processes were recorded
+    stays ``running``."""
+    import socket
+    from datetime import datetime, timezone
+
+    if manifest.status != "running" or not manifest.pid:
+        return manifest.status
+    if manifest.host == socket.gethostname():
+        return "running" if process_alive(manifest.pid) else "interrupted"
+    beat = manifest.heartbeat_at or manifest.started_at
+    try:
+        then = datetime.fromisoformat(str(beat).replace("Z", "+00:00"))
+    except ValueError:
+        return "running"
+    age = ((now or datetime.now(timezone.utc)) - then).total_seconds()
+    return "interrupted" if age > HEARTBEAT_STALE_S else "running"

@@ -1,7 +1,7 @@
 """Run folders as the *members table* of study 10 (judge panel design): the I/O edge of
 :mod:`axon_eval.stats.panels`, which never reads a folder itself.
 
-One run folder = one panel member. From each run's ``results.parquet`` (one row per segment and judge
+One run folder = one panel member. From each run's results (one row per segment and judge
 sample) and ``manifest.json``:
 
 * ``judge_verdict -> verdict`` and ``sample_index -> sample``; ``member`` is the name given for that
@@ -47,6 +47,7 @@ from ..judges.prices import price_table
 from ..rubric import CAP_FACTS, DIMENSIONS
 from ..summaries import is_simulated_judge
 from .budget import BudgetExceeded, estimate_cost, format_usd
+from .io import has_results
 from .load import load_run
 
 #: Prefix of a simulated member's id (the same as :data:`axon_eval.stats.panels.SIMULATED_PREFIX`).
@@ -66,12 +67,12 @@ def _run_member(folder: Path, name: str | None, declared: Mapping[str, float]) -
                          "'python -m axon_eval evaluate' or runs.evaluate)")
     run = load_run(folder)
     results, manifest = run.results, run.manifest
-    if not (folder / "results.parquet").is_file() or results.empty:
-        raise ValueError(f"member run {str(folder)!r}: results.parquet is missing or has no rows "
+    if not has_results(folder) or results.empty:
+        raise ValueError(f"member run {str(folder)!r}: its results are missing or have no rows "
                          f"(run status {manifest.status!r}); expected one row per segment and sample")
     missing = [c for c in REQUIRED_RESULT_COLUMNS if c not in results.columns]
     if missing:
-        raise ValueError(f"member run {str(folder)!r}: results.parquet lacks column(s) {missing}; expected "
+        raise ValueError(f"member run {str(folder)!r}: its results lack column(s) {missing}; expected "
                          f"{list(REQUIRED_RESULT_COLUMNS)}")
     judge_ids = sorted(results["judge_id"].dropna().astype(str).unique()) if "judge_id" in results else []
     if len(judge_ids) > 1:

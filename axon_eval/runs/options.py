@@ -28,7 +28,11 @@ class EvaluationOptions(BaseModel):
     recorded in the manifest; chunk_size: segments per step (>= 1); batch / batch_poll_s /
     batch_timeout_s: Anthropic Message Batches and their polling (seconds, > 0); max_cost_usd: the
     budget in US dollars (>= 0, ``None``: none); output: out_dir, run_dir, name, params, input_files,
-    compress_audit, progress; kind / source_run: what made the run (``rejudge`` sets them).
+    compress_audit, progress; kind / source_run: what made the run (``rejudge`` sets them); workers /
+    scheduler / client: a partitioned run on a new local Dask cluster of that many worker processes, on
+    an existing scheduler's cluster, or through a ``distributed.Client`` already made (``None``, and no
+    ``$DASK_SCHEDULER_ADDRESS``: one process); partition_bytes: the evidence file's partition size
+    (bytes, cut on line boundaries; default :data:`~axon_eval.runs.partitioned.PARTITION_BYTES`).
     """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=True)
@@ -54,8 +58,13 @@ class EvaluationOptions(BaseModel):
     progress: bool = True
     kind: Literal["evaluate", "rejudge"] = "evaluate"
     source_run: str | None = None
+    workers: int | None = Field(default=None, ge=1)
+    scheduler: str | None = None
+    client: Any = None
+    partition_bytes: int | None = Field(default=None, ge=1)
 
-    @field_validator("row_horizon", "concurrency", "limit", "seed", "chunk_size", mode="before")
+    @field_validator("row_horizon", "concurrency", "limit", "seed", "chunk_size", "workers", "partition_bytes",
+                     mode="before")
     @classmethod
     def _whole_number(cls, value: Any) -> Any:
         """A count is a whole number: ``True`` or ``2.5`` is refused (pydantic would take ``True`` as 1)."""

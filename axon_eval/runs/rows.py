@@ -1,4 +1,4 @@
-"""Segments as scored rows: one ``results.parquet`` row and one audit entry per (segment, judge record).
+"""Segments as scored rows: one results row and one audit entry per (segment, judge record).
 
 :class:`SegmentItem` is everything about a segment that scoring, results and audit need (without the
 judge); :func:`score_pair` scores one judge record of it with :func:`~axon_eval.scoring.score_turn`.
@@ -24,7 +24,7 @@ from .io import iso
 if TYPE_CHECKING:  # pragma: no cover
     from ..judges.base import JudgeRecord
 
-#: Columns of ``results.parquet``, in order.
+#: Columns of the results dataset, in order.
 RESULT_COLUMNS: tuple[str, ...] = (
     "segment_id", "turn_id", "segment_index", "n_segments", "sample_index", "captured_at", "region",
     "surface", "client", "question", "answer_captured",

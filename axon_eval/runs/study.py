@@ -5,7 +5,7 @@ notebook gets ``run_dir`` (a fresh dated folder with a ``running`` manifest); op
 JupyterLab it gets ``None`` and :func:`study_folder` makes a fresh folder. Either way the study ends with
 :func:`write_study`, which writes ``study.json`` -- the headline figures under the stable keys its issue
 names, plus ``study``, ``simulated`` and ``source_run`` -- and records in the manifest that this run is
-a study of that source (kind ``study``, ``source_run``, the SHA-256 of the source's ``results.parquet``
+a study of that source (kind ``study``, ``source_run``, the SHA-256 of each part of the source's results
 and ``manifest.json`` among the inputs, judge and rubric ids).
 
 A study that read no earlier run (it judged its own evidence) passes ``source_run=None`` and its evidence
@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .io import default_runs_dir, file_sha256, iso, new_run_dir, to_jsonable, utc_now, write_json
+from .io import default_runs_dir, file_sha256, iso, new_run_dir, results_files, to_jsonable, utc_now, write_json
 from .manifest import RunManifest
 from .provenance import package_versions, redact_secrets, relative_to_root, repository_root
 
@@ -97,7 +97,7 @@ def write_study(run_dir: str | Path, payload: Mapping[str, Any], *, study: str, 
     m.source_run = source
     files = [Path(p) for p in inputs]
     if source_run is not None:
-        files += [Path(source_run) / "results.parquet", Path(source_run) / "manifest.json"]
+        files += [*results_files(source_run), Path(source_run) / "manifest.json"]
     m.input_files = {**m.input_files, **{relative_to_root(f, root): file_sha256(f) for f in files if f.is_file()}}
     m.judge_id = judge_id or m.judge_id
     m.rubric_id = rubric_id or m.rubric_id

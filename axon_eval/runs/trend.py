@@ -2,7 +2,7 @@
 any set of run folders without copying them.
 
 :func:`open_runs` reads each folder's ``manifest.json`` (small) into a table ``manifests`` and makes one
-SQL view, ``trend_results``, over all their ``results.parquet`` files at once
+SQL view, ``trend_results``, over all their results datasets (``results/part-*.parquet``) at once
 (``read_parquet([...], filename=true, union_by_name=true)``, joined to ``manifests`` on the file name):
 DuckDB scans the files where they are. :func:`trend` refuses runs whose judge (id, prompt) or rubric
 ids differ -- a trend across a judge change measures the change, not the assistant -- unless
@@ -32,9 +32,10 @@ import pandas as pd
 from ..stats.intervals import CONFIDENCE, INTERVAL_COVERS, N_BOOT, SEED, format_value, headline_table
 from ..summaries import MixedResultsError
 from .disclosure import judge_disclosure
+from .io import results_files
 from .manifest import RunManifest
 
-#: Columns read from every results.parquet (the rest stay on disk).
+#: Columns read from every results part (the rest stay on disk).
 TREND_COLUMNS: tuple[str, ...] = (
     "segment_id", "turn_id", "sample_index", "status", "score", "band", "caps_applied", "intent_understood",
     "sql_quality", "result_relevance", "answer_faithfulness", "judge_id", "prompt_version", "rubric_id",
@@ -63,13 +64,15 @@ def run_manifests(run_dirs: Iterable[str | Path]) -> pd.DataFrame:
     """One row per run folder (:data:`MANIFEST_COLUMNS`), in run-date order; ``simulated``,
     ``local_server`` and ``judge_disclosure`` are the run's
     :func:`~axon_eval.runs.disclosure.judge_disclosure` (from its manifest and ``study.json``). A folder
-    without a manifest or a ``results.parquet`` is a ValueError naming it."""
+    without a manifest or a results dataset is a ValueError naming it. ``results_file`` names the run's
+    results (its ``results/`` folder, or the one file of the older layout)."""
     rows = []
     for d in run_dirs:
         folder = Path(d)
-        results = folder / "results.parquet"
-        if not results.is_file():
-            raise ValueError(f"{folder} is not a run folder with results: no results.parquet")
+        parts = results_files(folder)
+        if not parts:
+            raise ValueError(f"{folder} is not a run folder with results: no results dataset (results/part-*.parquet)")
+        results = parts[0].parent if parts[0].parent != folder else parts[0]
         m = RunManifest.read(folder)
         disclosure = judge_disclosure({**m.model_dump(mode="json"), "simulated": _study_simulated(folder)})
         rows.append({"run_id": m.run_id, "run_dir": str(folder), "results_file": str(results.resolve()),
@@ -101,13 +104,18 @@ def open_runs(run_dirs: Iterable[str | Path], *, by: Sequence[str] = ()) -> tupl
     con.register("manifests_df", manifests)
     con.execute("CREATE TABLE manifests AS SELECT * FROM manifests_df")
     con.unregister("manifests_df")
-    files = manifests["results_file"].tolist()
+    parts = pd.DataFrame([{"filename": str(f.resolve()), "run_dir": run_dir}
+                          for run_dir in manifests["run_dir"] for f in results_files(run_dir)])
+    con.register("parts_df", parts)
+    con.execute("CREATE TABLE result_parts AS SELECT * FROM parts_df")
+    con.unregister("parts_df")
+    files = parts["filename"].tolist()
     cols = ", ".join(f'r."{c}"' for c in (*TREND_COLUMNS, *by))
     listing = "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in files) + "]"
     con.execute(
         f"CREATE VIEW trend_results AS SELECT m.run_dir, m.run_id, m.run_date, {cols} "
         f"FROM read_parquet({listing}, filename=true, union_by_name=true) AS r "
-        "JOIN manifests AS m ON r.filename = m.results_file")
+        "JOIN result_parts AS p ON r.filename = p.filename JOIN manifests AS m ON p.run_dir = m.run_dir")
     return con, manifests
 
 

@@ -1,6 +1,11 @@
 """What a run writes as it goes: :class:`RunWriter` (verdicts, audit, results and members, appended chunk by
 chunk and moved into place on commit), :class:`Usage` (tokens and cost so far) and :data:`BUDGET_ERROR`.
 
+A run's results are a parquet dataset, ``results/part-<index>.parquet``: a single-process run writes part
+0 and keeps its verdicts and audit at the folder's top; a partition of a partitioned run
+(:mod:`.partitioned`) writes its own part and ``parts/verdicts-<index>.jsonl`` / ``parts/audit-<index>.jsonl``,
+which the driver merges at the end.
+
 Shared by the streaming :func:`~.evaluate.evaluate`, the Message Batches path (:mod:`.batch`) and
 ``rescore`` (:mod:`.derive`), so none of them imports another for these.
 """
@@ -14,13 +19,16 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from ..rubric import Rubric
-from .io import JsonlAppender, ParquetAppender, read_parquet
+from .io import JsonlAppender, ParquetAppender, read_parquet, write_json
 from .manifest import RunCounts
 from .rows import SegmentItem, empty_results, results_frame, score_pair
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..judges.base import JudgeRecord
 
+#: Sub-folders of a run: the results dataset, and the partitions' parts (verdicts, audit, records).
+RESULTS_DIR = "results"
+PARTS_DIR = "parts"
 #: The error text of a segment left unjudged because the ``max_cost_usd`` budget would be exceeded.
 BUDGET_ERROR = "not judged: the max_cost_usd budget of ${budget:.4f} would be exceeded (reported so far ${spent:.4f})"
 
@@ -54,14 +62,27 @@ class Usage:
 class RunWriter:
     """The growing files of a run folder (verdicts, audit, results) and its running counts."""
 
-    def __init__(self, folder: Path, *, compress_audit: bool = False) -> None:
+    def __init__(self, folder: Path, *, compress_audit: bool = False, part: int | None = None) -> None:
         self.folder = folder
-        self.verdicts = JsonlAppender(folder / "verdicts.jsonl")
-        self.audit = JsonlAppender(folder / ("audit.jsonl.gz" if compress_audit else "audit.jsonl"),
-                                   compress=compress_audit)
-        self.results = ParquetAppender(folder / "results.parquet")
-        self.members = ParquetAppender(folder / "members.parquet")  # ensembles: one row per member
+        self.part = part
+        audit_name = "audit.jsonl.gz" if compress_audit else "audit.jsonl"
+        (folder / RESULTS_DIR).mkdir(parents=True, exist_ok=True)
+        if part is None:
+            top = folder
+            verdicts, audit, members = top / "verdicts.jsonl", top / audit_name, top / "members.parquet"
+        else:
+            parts = folder / PARTS_DIR
+            parts.mkdir(exist_ok=True)
+            stem = f"{part:05d}"
+            verdicts, audit = parts / f"verdicts-{stem}.jsonl", parts / audit_name.replace("audit", f"audit-{stem}")
+            members = parts / f"members-{stem}.parquet"
+        # the verdicts file is flushed chunk by chunk: it is the journal a resumed run reads back
+        self.verdicts = JsonlAppender(verdicts, flush=True)
+        self.audit = JsonlAppender(audit, compress=compress_audit)
+        self.results = ParquetAppender(folder / RESULTS_DIR / f"part-{(part or 0):05d}.parquet")
+        self.members = ParquetAppender(members)  # ensembles: one row per member
         self.counts = RunCounts()
+        self._budget_errors = 0
 
     def add(self, items: Sequence[SegmentItem], records: Sequence[JudgeRecord], rubric: Rubric,
             n_turns: int) -> pd.DataFrame:
@@ -85,6 +106,7 @@ class RunWriter:
             rows.append(row)
             audit.append(entry)
         frame = results_frame(rows)
+        self._budget_errors += sum(1 for r in records if (r.error or "").startswith(BUDGET_ERROR.split("$")[0]))
         self.verdicts.write(r.model_dump_json() for r in records)
         self.audit.write(audit)
         if len(frame):
@@ -108,18 +130,30 @@ class RunWriter:
             c.samples += len(frame)
             c.unjudged_samples += int((frame["status"] != "judged").sum())
 
+    def budget_errors(self, template: str = BUDGET_ERROR) -> int:
+        """Records left unjudged by the budget so far."""
+        return self._budget_errors
+
     def results_frame(self) -> pd.DataFrame:
-        """The committed ``results.parquet`` (one copy in memory, read after the last chunk)."""
-        path = self.folder / "results.parquet"
+        """This writer's committed results part (one copy in memory, read after the last chunk)."""
+        path = self.results.path
         return read_parquet(path) if path.exists() else empty_results()
 
-    def commit(self) -> None:
+    def commit(self, record: tuple[Path, dict[str, Any]] | None = None) -> None:
+        """Move every file into place; ``record`` (a path and its JSON) is written after the verdicts,
+        audit and members and before the results part, so a partition with a record is complete."""
         self.verdicts.commit()
         self.audit.commit()
-        self.results.commit(empty=empty_results())
         if self.members.count:
             self.members.commit()
+        if record is not None:
+            write_json(record[0], record[1])
+        self.results.commit(empty=empty_results())
 
     def abort(self) -> None:
-        for appender in (self.verdicts, self.audit, self.results, self.members):
+        """Close without committing. A single-process run keeps what it wrote under the final names (a
+        failed run keeps what it had); a partition keeps its verdict journal (read back on resume) and
+        drops its unfinished results part, which only a finished partition may have."""
+        for appender in (self.verdicts, self.audit, self.members):
             appender.abort(keep=True)
+        self.results.abort(keep=self.part is None)

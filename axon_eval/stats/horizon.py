@@ -218,7 +218,7 @@ def evaluate_horizons(turns: Iterable[Turn], judge: Any, rubric: Rubric | None =
 
 
 def stack_results(per_horizon: Mapping[Any, pd.DataFrame], sampler: str = "head") -> pd.DataFrame:
-    """One long table from per-horizon results tables (e.g. each run's ``results.parquet``).
+    """One long table from per-horizon results tables (e.g. each run's results).
 
     Keys are a horizon (``int`` or ``None``; sampler ``sampler``) or a ``(sampler, horizon)`` pair.
     Adds ``sampler``, ``horizon`` (nullable int), ``horizon_label`` and, when missing, ``flagged``

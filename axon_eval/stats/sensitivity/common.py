@@ -154,7 +154,7 @@ class Segments:
 
 
 def segments_from_results(results: pd.DataFrame, *, aggregate: str | None = None) -> Segments:
-    """Judged segments from a run's results DataFrame (``results.parquet``).
+    """Judged segments from a run's results DataFrame (its ``results/`` dataset).
 
     Needs the columns ``segment_id``, the four dimensions and the three cap facts; ``status`` when
     present (rows whose status is not ``judged`` are excluded and listed in ``Segments.excluded``).

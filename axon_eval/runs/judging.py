@@ -1,0 +1,133 @@
+"""Judging a stream of turns in chunks: the one code path of every run (single-process, a partition of a
+partitioned run, a resumed run).
+
+:func:`segment_chunks` cuts whole turns into chunks of about ``chunk_size`` segments, each segment
+rendered as the judge's view; :func:`judge_chunk` judges one chunk through the verdict cache and within
+a budget (before each view is sent, the reported cost so far plus the view's estimate, :mod:`.budget`,
+must stay within ``max_cost_usd``; views beyond it come back as error records with the reason);
+:class:`InFlight` keeps the chunk being judged so an interrupt can keep what finished.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..evidence import Turn, split_segments, trajectory_facts
+from ..rubric import Rubric
+from ..view import EvidenceView, render_view
+from .budget import estimate_view_cost
+from .rows import SegmentItem
+from .writer import BUDGET_ERROR, Usage
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..judges.base import Judge, JudgeRecord
+
+
+def resolve_judge(judge: Judge | str, rubric: Rubric | None = None) -> Judge:
+    """A judge object, or one built from a spec string by :func:`axon_eval.judges.build_judge`; the
+    language-model judges of a spec take the rubric's ``prompt_version`` (the rubric pins the prompt:
+    it is part of the rubric id)."""
+    if isinstance(judge, str):
+        from ..judges import build_judge
+
+        return build_judge(judge, **({"prompt_version": rubric.prompt_version} if rubric is not None else {}))
+    for attr in ("judge_id", "model", "prompt_version", "judge_many"):
+        if not hasattr(judge, attr):
+            raise TypeError(f"{judge!r} is not a judge: it has no {attr!r}")
+    return judge
+
+
+def segment_chunks(turns: Iterator[Turn], rubric: Rubric, chunk_size: int,
+                    row_sampler: str | None) -> Iterator[tuple[list[SegmentItem], list[EvidenceView], int]]:
+    """``(items, views, n_turns)`` per chunk of whole turns holding about ``chunk_size`` segments."""
+    items: list[SegmentItem] = []
+    views: list[EvidenceView] = []
+    n_turns = 0
+    for turn in turns:
+        n_turns += 1
+        facts = trajectory_facts(turn).to_dict()
+        for segment in split_segments(turn):
+            view = (render_view(segment, rubric.row_horizon) if row_sampler is None
+                    else render_view(segment, rubric.row_horizon, row_sampler=row_sampler))
+            views.append(view)
+            items.append(SegmentItem.from_view(view, turn, facts))
+        if len(views) >= chunk_size:
+            yield items, views, n_turns
+            items, views, n_turns = [], [], 0
+    if views or n_turns:
+        yield items, views, n_turns
+
+
+def rubric_sampler(rubric: Rubric) -> str | None:
+    sampler = getattr(rubric, "row_sampler", None)
+    return None if sampler in (None, "head") else str(sampler)
+
+
+# -- writing -------------------------------------------------------------------------------------------
+
+
+INTERRUPTED_ERROR = "not judged: the run was interrupted (Ctrl-C) before this judgement finished"
+
+
+class InFlight:
+    """The chunk being judged: the items and views sent to the judge and the records finished so far
+    (keyed as :meth:`~axon_eval.judges.base.Judge.ajudge_many`'s ``completed``)."""
+
+    def __init__(self) -> None:
+        self.items: list[SegmentItem] = []
+        self.views: list[EvidenceView] = []
+        self.done: dict[int, JudgeRecord] = {}
+
+    def start(self, items: Sequence[SegmentItem], views: Sequence[EvidenceView]) -> dict[int, JudgeRecord]:
+        self.items, self.views, self.done = list(items), list(views), {}
+        return self.done
+
+    def clear(self) -> None:
+        self.start([], [])
+
+    def finished(self, judge: Judge) -> tuple[list[SegmentItem], list[JudgeRecord]]:
+        """``(items, records)`` of every sent segment with at least one finished judgement, its unfinished
+        samples as error records saying the run was interrupted (aligned, view-major)."""
+        samples = int(getattr(judge, "default_samples", 1) or 1)
+        done = dict(self.done)
+        items: list[SegmentItem] = []
+        records: list[JudgeRecord] = []
+        for i, (item, view) in enumerate(zip(self.items, self.views, strict=True)):
+            got = [done.get(i * samples + s) for s in range(samples)]
+            if all(r is None for r in got):
+                continue
+            for s, record in enumerate(got):
+                items.append(item)
+                records.append(record if record is not None else judge.error_record(view, s, INTERRUPTED_ERROR))
+        return items, records
+
+
+def judge_chunk(judge: Judge, views: Sequence[EvidenceView], items: Sequence[SegmentItem], *,
+                 cache: Any, concurrency: int, usage: Usage, max_cost_usd: float | None,
+                 inflight: InFlight | None = None) -> list[JudgeRecord]:
+    """Judge one chunk through the cache, keeping within the budget (see the module docstring); the views
+    sent and the judgements finished are kept in ``inflight`` while the call runs."""
+    inflight = inflight if inflight is not None else InFlight()
+    if max_cost_usd is None:
+        done = inflight.start(items, views)
+        return judge.judge_many(views, concurrency=concurrency, cache=cache, progress=False, completed=done)
+    allowed: list[int] = []
+    planned = usage.spent
+    for k, view in enumerate(views):
+        cost = estimate_view_cost(judge, view) or 0.0
+        if cache is not None and getattr(judge, "cacheable", False) and cache.get(judge.cache_key(view, 0)) is not None:
+            cost = 0.0  # served from the cache: free
+        if planned + cost > max_cost_usd:
+            break
+        planned += cost
+        allowed.append(k)
+    done = inflight.start([items[k] for k in allowed], [views[k] for k in allowed])
+    judged = judge.judge_many([views[k] for k in allowed], concurrency=concurrency, cache=cache,
+                              progress=False, completed=done) if allowed else []
+    samples = getattr(judge, "default_samples", 1) or 1
+    out: list[JudgeRecord] = list(judged)
+    message = BUDGET_ERROR.format(budget=max_cost_usd, spent=usage.spent)
+    for view in views[len(allowed):]:
+        out.extend(judge.error_record(view, s, message) for s in range(samples))
+    return out

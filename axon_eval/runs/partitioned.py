@@ -1,0 +1,564 @@
+"""Partitioned evaluation: the same judging and scoring, one partition of whole turns at a time, on any engine.
+
+A large evidence file is cut into byte ranges on line boundaries (:func:`axon_eval.evidence.plan_byte_ranges`;
+one turn is one line, so a bundled turn's segments never split). Each partition is judged and scored by
+the same code as a single-process run (the chunked judging of :mod:`.evaluate`) and written as its own
+part of the run folder:
+
+* ``results/part-<index>.parquet`` (the run's results are the parquet dataset of these parts);
+* ``parts/verdicts-<index>.jsonl`` and ``parts/audit-<index>.jsonl``, merged into the folder's
+  ``verdicts.jsonl`` and ``audit.jsonl`` by the driver at the end (a byte copy, in partition order);
+* ``parts/part-<index>.json``: the partition's counts, usage and cache figures, written before its
+  results part is moved into place, so a results part on disk means a finished partition.
+
+Two functions are the whole engine contract, both pure functions of their arguments (plain, picklable
+records in and out), so Dask, Ray Data or Spark's ``mapInPandas`` can call them alike:
+:func:`scan_partition` (validate a range: its invalid lines and a 128-bit hash of each valid turn id,
+so the driver finds a turn id repeated across partitions and reports it as a single-process run would)
+and :func:`judge_partition` (judge and write one partition).
+
+**The verdict cache.** On one machine every worker opens the shared SQLite cache (WAL mode is safe
+across processes on a local disk). A partition's verdict records carry their cache key and are appended
+to its ``parts/verdicts-<index>.jsonl`` as each chunk is judged, so that file is also the partition's
+*journal*: when a run resumes, the records already in a partition's journal (finished or cut short) are
+served from it (:class:`JournalCache`) and never paid for again. On a cluster
+(``use_shared_cache=False``) workers open no SQLite file at all (SQLite on a network file system can
+corrupt); each journal has exactly one writer, and the driver copies the new verdicts into the local
+SQLite cache after the run.
+
+**LLM judges.** The driver keeps at most ``concurrency`` requests in flight across the cluster: with
+``k`` partitions running at once each gets ``max(1, concurrency // k)`` request slots and ``k`` is at most
+``concurrency``. A budget (``max_cost_usd``) is split among the partitions as they start: each receives
+the budget not yet spent or promised, divided by the partitions in flight, and keeps within it (the
+single-process rule); a partition that gets nothing leaves its segments unjudged with the budget reason.
+So the run never exceeds the budget, and stops within one partition's cost of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..evidence import ByteRange, InvalidTurn, Turn, iter_turns_range
+from ..rubric import Rubric
+from .writer import PARTS_DIR, RESULTS_DIR
+
+#: Default size of a partition of the evidence file (bytes, cut on line boundaries).
+PARTITION_BYTES = 4 * 1024 * 1024
+
+
+def part_stem(index: int) -> str:
+    return f"{index:05d}"
+
+
+def results_part(folder: str | Path, index: int) -> Path:
+    return Path(folder) / RESULTS_DIR / f"part-{part_stem(index)}.parquet"
+
+
+def part_record_path(folder: str | Path, index: int) -> Path:
+    return Path(folder) / PARTS_DIR / f"part-{part_stem(index)}.json"
+
+
+def verdicts_part(folder: str | Path, index: int) -> Path:
+    return Path(folder) / PARTS_DIR / f"verdicts-{part_stem(index)}.jsonl"
+
+
+# -- scanning: invalid lines and turn ids ----------------------------------------------------------------
+def turn_id_hash(turn_id: str) -> tuple[int, int]:
+    """A 128-bit hash of a turn id (BLAKE2b) as two unsigned 64-bit integers."""
+    digest = hashlib.blake2b(turn_id.encode("utf-8"), digest_size=16).digest()
+    return int.from_bytes(digest[:8], "little"), int.from_bytes(digest[8:], "little")
+
+
+@dataclass
+class PartitionScan:
+    """What :func:`scan_partition` found in one range: ``ids`` (``n x 2`` uint64 hashes of the valid turn
+    ids, file order), their ``lines``, the ``invalid`` records (as dicts) and the count of valid turns."""
+
+    index: int
+    ids: np.ndarray
+    lines: np.ndarray
+    invalid: list[dict[str, Any]]
+
+    @property
+    def n_valid(self) -> int:
+        return int(len(self.lines))
+
+
+def scan_partition(evidence: str, byte_range: ByteRange) -> PartitionScan:
+    """Validate one range of the evidence file (no judging)."""
+    ids: list[tuple[int, int]] = []
+    lines: list[int] = []
+    invalid: list[dict[str, Any]] = []
+    for line, item in iter_turns_range(evidence, byte_range):
+        if isinstance(item, InvalidTurn):
+            invalid.append(item.to_dict())
+        else:
+            ids.append(turn_id_hash(item.turn_id))
+            lines.append(line)
+    return PartitionScan(byte_range.index, np.array(ids, dtype=np.uint64).reshape(-1, 2),
+                         np.array(lines, dtype=np.int64), invalid)
+
+
+def cross_partition_duplicates(scans: Sequence[PartitionScan]) -> dict[int, dict[int, int]]:
+    """Turn ids valid in more than one partition: the first (lowest line) is kept, as a single-process
+    run keeps it. Returns ``{partition index: {line to skip: line of the first occurrence}}``; the
+    partition that skips a line reports it, with the turn id, as a single-process run would."""
+    ordered = [s for s in sorted(scans, key=lambda s: s.index) if len(s.lines)]
+    if not ordered:
+        return {}
+    ids = np.concatenate([s.ids for s in ordered])
+    lines = np.concatenate([s.lines for s in ordered])
+    owner = np.concatenate([np.full(len(s.lines), s.index, dtype=np.int64) for s in ordered])
+    order = np.lexsort((lines, ids[:, 1], ids[:, 0]))
+    sid, sl, so = ids[order], lines[order], owner[order]
+    repeat = np.flatnonzero(np.all(sid[1:] == sid[:-1], axis=1)) + 1
+    skip: dict[int, dict[int, int]] = {}
+    for k in repeat:
+        first = k - 1
+        while first > 0 and np.all(sid[first - 1] == sid[k]):
+            first -= 1
+        skip.setdefault(int(so[k]), {})[int(sl[k])] = int(sl[first])
+    return skip
+
+
+# -- the journal: a partition's verdicts, served again on resume ------------------------------------------
+class JournalCache:
+    """A verdict cache over a partition's journal (``parts/verdicts-<index>.jsonl``, finished or cut
+    short by a crash) in front of an optional shared cache (the SQLite :class:`~axon_eval.judges.cache.VerdictCache`
+    on one machine; ``None`` on a cluster). ``get`` looks in the journal first; ``put`` goes to the shared
+    cache (the journal itself is written by the run writer). Only judged records are served."""
+
+    def __init__(self, records: Iterable[Any], shared: Any = None) -> None:
+        self.shared = shared
+        self.journal: dict[str, Any] = {}
+        for r in records:
+            if getattr(r, "cache_key", None) and getattr(r, "error", None) is None:
+                self.journal[r.cache_key] = r
+        self.journal_hits = 0
+        self.stats = getattr(shared, "stats", None)
+
+    def get(self, key: str) -> Any:
+        hit = self.journal.get(key)
+        if hit is not None:
+            self.journal_hits += 1
+            return hit
+        return self.shared.get(key) if self.shared is not None else None
+
+    def put(self, key: str, record: Any, *, view_sha256: str | None = None) -> None:
+        if self.shared is not None:
+            self.shared.put(key, record, view_sha256=view_sha256)
+
+
+def journal_records(folder: str | Path, index: int) -> list[Any]:
+    """The verdict records a partition already wrote (its committed part, or the partial file a crash
+    left): complete lines only."""
+    from ..judges.base import JudgeRecord
+
+    path = verdicts_part(folder, index)
+    out = []
+    for candidate in (path, path.with_name(f".{path.name}.partial")):
+        if not candidate.exists():
+            continue
+        with candidate.open(encoding="utf-8") as fh:
+            for line in fh:
+                if not line.endswith("\n") or not line.strip():
+                    continue  # a line cut short by the crash
+                try:
+                    out.append(JudgeRecord.model_validate_json(line))
+                except ValueError:
+                    continue
+    return out
+
+
+# -- judging one partition -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PartitionTask:
+    """Everything one partition needs, as plain values (picklable; no judge object, no open file):
+    the ``evidence`` file and its ``byte_range``; ``skip`` lines (turn ids first seen in an earlier
+    partition: line -> that first line); ``max_turns`` valid turns to judge (``None``: all; from
+    ``limit``); the judge ``spec`` and ``rubric``; the run ``folder``; the shared ``cache_path`` (``None``:
+    journal only); ``concurrency`` (request slots of this partition); ``chunk_size``;
+    ``max_cost_usd`` (this partition's allotment of the budget, ``None``: no budget);
+    ``compress_audit``."""
+
+    index: int
+    evidence: str
+    byte_range: ByteRange
+    spec: str
+    rubric: Rubric
+    folder: str
+    skip: Mapping[int, int] = field(default_factory=dict)
+    max_turns: int | None = None
+    cache_path: str | None = None
+    concurrency: int = 8
+    chunk_size: int = 512
+    max_cost_usd: float | None = None
+    compress_audit: bool = False
+
+
+@dataclass
+class PartitionOutcome:
+    """What a partition did: its ``counts`` (:class:`~.manifest.RunCounts` fields), ``usage`` totals
+    (tokens, cost), ``calls`` (records not served from a cache), cache ``hits``/``misses``,
+    ``journal_hits``, the ``invalid`` records of its range, whether the budget stopped it, and whether
+    it was ``kept`` from an earlier, interrupted run (resume)."""
+
+    index: int
+    counts: dict[str, int]
+    usage: dict[str, Any]
+    calls: int
+    hits: int
+    misses: int
+    journal_hits: int
+    invalid: list[dict[str, Any]]
+    budget_stopped: bool = False
+    kept: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "complete": True}
+
+
+def read_outcome(folder: str | Path, index: int) -> PartitionOutcome | None:
+    """A finished partition's record (``None`` when the partition has not finished)."""
+    path = part_record_path(folder, index)
+    if not path.exists():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not data.pop("complete", False):
+        return None
+    return PartitionOutcome(**{k: data[k] for k in PartitionOutcome.__dataclass_fields__ if k in data})
+
+
+def _partition_turns(task: PartitionTask, invalid: list[dict[str, Any]]) -> Iterator[Turn]:
+    """The valid turns of the range to judge, in order: cross-partition duplicates become invalid
+    records (the single-process message) and at most ``max_turns`` turns are yielded (the rest of the
+    range is still read, so its invalid lines are reported)."""
+    taken = 0
+    for line, item in iter_turns_range(task.evidence, task.byte_range):
+        if isinstance(item, InvalidTurn):
+            invalid.append(item.to_dict())
+            continue
+        first = task.skip.get(line)
+        if first is not None:
+            invalid.append(InvalidTurn(task.evidence, line, "turn_id",
+                                       f"duplicate turn_id {item.turn_id!r} (first seen on line {first}); kept "
+                                       "the first", item.turn_id).to_dict())
+            continue
+        if task.max_turns is not None and taken >= task.max_turns:
+            continue
+        taken += 1
+        yield item
+
+
+def judge_partition(task: PartitionTask) -> PartitionOutcome:
+    """Judge and score one partition and write it as a part of the run folder (module docstring).
+
+    The same code as a single-process run: :func:`~.judging.segment_chunks` cuts whole turns into
+    chunks, :func:`~.judging.judge_chunk` judges each through the cache (within the budget
+    allotment), :class:`~.writer.RunWriter` scores and writes. A partition already finished (its record
+    exists) is not judged again: its record is returned with ``kept=True``."""
+    from .judging import judge_chunk, resolve_judge, rubric_sampler, segment_chunks
+    from .writer import BUDGET_ERROR, RunWriter, Usage
+
+    done = read_outcome(task.folder, task.index)
+    if done is not None:
+        done.kept = True
+        return done
+    folder = Path(task.folder)
+    judge = resolve_judge(task.spec, task.rubric)
+    shared = None
+    if task.cache_path is not None:
+        from ..judges.cache import VerdictCache
+
+        shared = VerdictCache(task.cache_path)
+    cache = JournalCache(journal_records(folder, task.index), shared)
+    invalid: list[dict[str, Any]] = []
+    writer = RunWriter(folder, compress_audit=task.compress_audit, part=task.index)
+    usage = Usage()
+    before = (shared.stats.hits, shared.stats.misses) if shared is not None else (0, 0)
+    try:
+        chunks = segment_chunks(_partition_turns(task, invalid), task.rubric, task.chunk_size,
+                                 rubric_sampler(task.rubric))
+        for items, views, n_turns in chunks:
+            records = judge_chunk(judge, views, items, cache=cache, concurrency=task.concurrency, usage=usage,
+                                   max_cost_usd=task.max_cost_usd)
+            usage.add(records)
+            writer.add(items, records, task.rubric, n_turns)
+        stopped = task.max_cost_usd is not None and writer.budget_errors(BUDGET_ERROR) > 0
+        outcome = PartitionOutcome(
+            task.index, writer.counts.model_dump(), dict(usage.totals), usage.records - usage.cached,
+            (shared.stats.hits - before[0]) if shared is not None else usage.cached,
+            (shared.stats.misses - before[1]) if shared is not None else usage.records - usage.cached,
+            cache.journal_hits, invalid, stopped)
+        writer.commit(record=(part_record_path(folder, task.index), outcome.to_json()))
+    except BaseException:
+        writer.abort()
+        raise
+    finally:
+        if shared is not None:
+            shared.close()
+    return outcome
+
+
+# -- the engine: Dask (dask.distributed) ----------------------------------------------------------------
+#: The environment variable naming an existing Dask scheduler (as ``--scheduler``).
+SCHEDULER_ENV = "DASK_SCHEDULER_ADDRESS"
+
+
+@dataclass
+class Engine:
+    """A connected ``distributed.Client``: ``slots`` tasks it runs at once (worker threads), whether its
+    workers share this machine's disk (``local``: a local cluster, or a scheduler on loopback), the
+    cluster this run started (closed at the end) and the dashboard's address."""
+
+    client: Any
+    slots: int
+    local: bool
+    cluster: Any = None
+    dashboard: str | None = None
+
+    def close(self) -> None:
+        if self.cluster is not None:
+            self.client.close()
+            self.cluster.close()
+
+
+def connect(workers: int | None = None, scheduler: str | None = None, client: Any = None) -> Engine | None:
+    """The engine of a run: ``client`` (a ``distributed.Client`` the caller made, e.g. in a notebook),
+    else ``scheduler`` (or ``$DASK_SCHEDULER_ADDRESS``: an existing cluster, Slurm/PBS through
+    dask-jobqueue, Kubernetes, Coiled), else ``workers`` worker processes on a new local cluster; ``None``
+    when none is asked (a single-process run)."""
+    scheduler = scheduler or os.environ.get(SCHEDULER_ENV) or None
+    if client is None and scheduler is None and workers is None:
+        return None
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as exc:  # pragma: no cover - dask is a dependency
+        raise ValueError("a partitioned run needs dask.distributed (pip install 'dask[distributed]')") from exc
+    cluster = None
+    if client is None and scheduler is not None:
+        client = Client(scheduler)
+    elif client is None:
+        if workers is None or workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers!r}")
+        # one thread per worker process: a partition's judging is CPU-bound (the offline judge) or bounded
+        # by its own request slots (an API judge); memory_limit=0: a worker is never paused or killed for
+        # memory by Dask's heuristics (a partition's memory is bounded by its chunk size)
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
+                               memory_limit=0)
+        client = Client(cluster)
+    info = client.scheduler_info()
+    slots = sum(int(w.get("nthreads", 1)) for w in info.get("workers", {}).values()) or 1
+    address = str(getattr(client, "scheduler", None) and client.scheduler.address or scheduler or "")
+    local = cluster is not None or any(h in address for h in ("127.0.0.1", "localhost", "inproc://"))
+    return Engine(client, slots, local, cluster, getattr(client, "dashboard_link", None))
+
+
+@dataclass
+class PartitionedRun:
+    """What the partitions of a run did together (sums of their outcomes): ``counts``, ``usage``,
+    ``calls``, cache ``hits``/``misses``/``journal_hits``, the run's ``invalid`` records (file order),
+    ``budget_stopped``, ``n_partitions`` and ``kept`` (finished before a resume)."""
+
+    counts: dict[str, int]
+    usage: dict[str, Any]
+    calls: int
+    hits: int
+    misses: int
+    journal_hits: int
+    invalid: list[dict[str, Any]]
+    budget_stopped: bool
+    n_partitions: int
+    kept: int
+
+
+def merge_outcomes(outcomes: Sequence[PartitionOutcome]) -> PartitionedRun:
+    """The sums of the partitions' outcomes (the manifest's counts are the sum of its parts)."""
+    counts: dict[str, int] = {}
+    usage: dict[str, Any] = {}
+    for o in outcomes:
+        for k, v in o.counts.items():
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                counts[k] = counts.get(k, 0) + int(v)
+        for k, v in o.usage.items():
+            if v is not None:
+                usage[k] = (usage.get(k) or 0) + v
+    invalid = sorted((r for o in outcomes for r in o.invalid), key=lambda r: (int(r["line"]), str(r.get("field"))))
+    return PartitionedRun(counts, usage, sum(o.calls for o in outcomes), sum(o.hits for o in outcomes),
+                          sum(o.misses for o in outcomes), sum(o.journal_hits for o in outcomes), invalid,
+                          any(o.budget_stopped for o in outcomes), len(outcomes), sum(o.kept for o in outcomes))
+
+
+def partition_limits(scans: Sequence[PartitionScan], skip: Mapping[int, Mapping[int, int]],
+                     limit: int | None) -> dict[int, int | None]:
+    """Each partition's share of ``limit`` (the first ``limit`` valid turns of the file, in order)."""
+    if limit is None:
+        return {s.index: None for s in scans}
+    out, left = {}, int(limit)
+    for s in sorted(scans, key=lambda s: s.index):
+        valid = s.n_valid - len(skip.get(s.index, {}))
+        out[s.index] = max(0, min(valid, left))
+        left -= out[s.index]
+    return out
+
+
+def _merge_files(parts: Sequence[Path], target: Path) -> None:
+    """Concatenate part files into ``target`` through a partial file (gzip members concatenate into a
+    valid gzip stream)."""
+    import shutil
+
+    partial = target.with_name(f".{target.name}.partial")
+    with partial.open("wb") as out:
+        for p in parts:
+            if p.exists():
+                with p.open("rb") as fh:
+                    shutil.copyfileobj(fh, out, 1 << 20)
+    os.replace(partial, target)
+
+
+def merge_parts(folder: str | Path, n_partitions: int, *, compress_audit: bool = False) -> None:
+    """The partitions' verdicts, audit and members as the folder's ``verdicts.jsonl``, ``audit.jsonl``
+    and ``members.parquet`` (partition order); the parts stay for a later resume or audit."""
+    folder = Path(folder)
+    parts = folder / PARTS_DIR
+    stems = [part_stem(i) for i in range(n_partitions)]
+    _merge_files([parts / f"verdicts-{s}.jsonl" for s in stems], folder / "verdicts.jsonl")
+    audit = "audit.jsonl.gz" if compress_audit else "audit.jsonl"
+    _merge_files([parts / audit.replace("audit", f"audit-{s}") for s in stems], folder / audit)
+    members = [parts / f"members-{s}.parquet" for s in stems if (parts / f"members-{s}.parquet").exists()]
+    if members:
+        import pyarrow.parquet as pq
+
+        writer = None
+        partial = folder / ".members.parquet.partial"
+        for m in members:
+            table = pq.read_table(m)
+            writer = writer or pq.ParquetWriter(str(partial), table.schema)
+            writer.write_table(table)
+        writer.close()
+        os.replace(partial, folder / "members.parquet")
+
+
+def run_partitions(engine: Engine | None, evidence: str | Path, folder: str | Path, spec: str, rubric: Rubric, *,
+                   limit: int | None = None, cache_path: str | Path | None = None, concurrency: int = 8,
+                   chunk_size: int = 512, max_cost_usd: float | None = None, compress_audit: bool = False,
+                   partition_bytes: int = PARTITION_BYTES, progress: bool = True,
+                   on_partition: Any = None) -> PartitionedRun:
+    """Judge every partition of ``evidence`` into ``folder`` (module docstring) and merge the parts.
+
+    ``engine`` runs the partitions (``None``: one after another in this process, the same functions);
+    ``cache_path`` is the shared SQLite cache (used by the workers when they share this machine's disk,
+    else filled from the journals here after the run); ``on_partition(outcome, done, total)`` is called
+    as each partition finishes (the heartbeat). Finished partitions of an earlier attempt are kept."""
+    from ..evidence import plan_byte_ranges
+
+    evidence, folder = str(evidence), str(folder)
+    ranges = plan_byte_ranges(evidence, partition_bytes)
+    if engine is None:
+        scans = [scan_partition(evidence, r) for r in ranges]
+    else:
+        scans = engine.client.gather(engine.client.map(scan_partition, [evidence] * len(ranges), ranges, pure=False))
+    skip = cross_partition_duplicates(scans)
+    limits = partition_limits(scans, skip, limit)
+    slots = engine.slots if engine is not None else 1
+    paid = max_cost_usd is not None
+    # never more requests in flight across the cluster than one process may send
+    in_flight = max(1, min(slots, concurrency))
+    per_partition = max(1, concurrency // in_flight)
+    shared_cache = str(cache_path) if cache_path is not None and (engine is None or engine.local) else None
+    total_segments = sum(s.n_valid for s in scans)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(ranges), desc=f"partitions [{spec}]", unit="partition")
+    spent = 0.0
+    promised: dict[int, float] = {}
+
+    def task(r: ByteRange) -> PartitionTask:
+        allot = None
+        if paid:
+            remaining = max(0.0, float(max_cost_usd) - spent - sum(promised.values()))
+            allot = remaining / max(1, in_flight - len(promised))
+            promised[r.index] = allot
+        return PartitionTask(r.index, evidence, r, spec, rubric, folder, skip.get(r.index, {}), limits[r.index],
+                             shared_cache, per_partition, chunk_size, allot, compress_audit)
+
+    outcomes: list[PartitionOutcome] = []
+    pending = list(ranges)
+    try:
+        if engine is None:
+            for r in pending:
+                outcome = judge_partition(task(r))
+                promised.pop(r.index, None)
+                spent += float(outcome.usage.get("cost_usd") or 0.0)
+                outcomes.append(outcome)
+                if bar is not None:
+                    bar.update(1)
+                if on_partition is not None:
+                    on_partition(outcome, len(outcomes), len(ranges))
+        else:
+            from distributed import as_completed
+
+            futures = as_completed()
+            for r in pending[:in_flight]:
+                futures.add(engine.client.submit(judge_partition, task(r), pure=False, key=f"axon-partition-{r.index}-{os.getpid()}-{id(futures)}"))
+            queue = pending[in_flight:]
+            for fut in futures:
+                outcome = fut.result()
+                promised.pop(outcome.index, None)
+                spent += float(outcome.usage.get("cost_usd") or 0.0)
+                outcomes.append(outcome)
+                if bar is not None:
+                    bar.update(1)
+                if on_partition is not None:
+                    on_partition(outcome, len(outcomes), len(ranges))
+                if queue:
+                    r = queue.pop(0)
+                    futures.add(engine.client.submit(judge_partition, task(r), pure=False,
+                                                     key=f"axon-partition-{r.index}-{os.getpid()}-{id(futures)}"))
+    finally:
+        if bar is not None:
+            bar.close()
+    outcomes.sort(key=lambda o: o.index)
+    merge_parts(folder, len(ranges), compress_audit=compress_audit)
+    if cache_path is not None and shared_cache is None:
+        fill_cache_from_journals(folder, len(ranges), cache_path)
+    merged = merge_outcomes(outcomes)
+    merged.counts.setdefault("segments", 0)
+    _ = total_segments
+    return merged
+
+
+def fill_cache_from_journals(folder: str | Path, n_partitions: int, cache_path: str | Path) -> int:
+    """Copy the partitions' judged verdicts into the local SQLite cache (one writer, on the driver's disk);
+    returns how many were stored."""
+    from ..judges.cache import VerdictCache
+
+    stored = 0
+    with VerdictCache(cache_path) as cache:
+        for i in range(n_partitions):
+            for record in journal_records(folder, i):
+                if record.cache_key and record.error is None and record.cache_key not in cache:
+                    cache.put(record.cache_key, record)
+                    stored += 1
+    return stored
+
+
+# -- finished partitions ---------------------------------------------------------------------------
+def finished_outcomes(folder: str | Path) -> list[PartitionOutcome]:
+    """The records of the partitions of ``folder`` that finished."""
+    out = []
+    for path in sorted((Path(folder) / PARTS_DIR).glob("part-*.json")):
+        outcome = read_outcome(folder, int(path.stem.split("-")[1]))
+        if outcome is not None:
+            out.append(outcome)
+    return out
