@@ -8,7 +8,6 @@ verdict, and says SIMULATED (or "local server, not the provider") when a run's j
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from xml.etree import ElementTree as ET
