@@ -307,7 +307,10 @@ def read_results(folder: str | Path, columns: list[str] | None = None) -> pd.Dat
     if not files:
         return None
     frames = [read_parquet(f, columns=columns) for f in files]
-    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    rows = [f for f in frames if len(f)]  # an empty part (a partition with nothing to judge) adds no rows or dtypes
+    if len(rows) <= 1:
+        return rows[0] if rows else frames[0]
+    return pd.concat(rows, ignore_index=True)
 
 
 def results_sha256(folder: str | Path) -> str:

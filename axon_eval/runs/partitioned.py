@@ -391,7 +391,9 @@ def merge_outcomes(outcomes: Sequence[PartitionOutcome]) -> PartitionedRun:
         for k, v in o.usage.items():
             if v is not None:
                 usage[k] = (usage.get(k) or 0) + v
-    invalid = sorted((r for o in outcomes for r in o.invalid), key=lambda r: (int(r["line"]), str(r.get("field"))))
+    # partitions are consecutive ranges and each lists its records in file order: concatenated in
+    # partition order they are in file order, each line's problems in the order they were found
+    invalid = [r for o in sorted(outcomes, key=lambda o: o.index) for r in o.invalid]
     return PartitionedRun(counts, usage, sum(o.calls for o in outcomes), sum(o.hits for o in outcomes),
                           sum(o.misses for o in outcomes), sum(o.journal_hits for o in outcomes), invalid,
                           any(o.budget_stopped for o in outcomes), len(outcomes), sum(o.kept for o in outcomes))
