@@ -145,8 +145,9 @@ def test_ctrl_c_during_evaluate_prints_one_line_keeps_the_folder_and_records_wha
         assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
         (folder,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir() and not p.name.startswith(".")]
         lines = [line for line in err.splitlines() if line.startswith("interrupted")]
-        assert lines == [f"interrupted: {K} of {total} segments judged; run the same command again to reuse cached "
-                         f"verdicts (folder {folder} is kept, marked interrupted)"], err
+        assert lines == [f"interrupted: {K} of {total} segments judged; `python -m axon_eval evaluate --resume "
+                         f"{folder}` finishes it in place, or run the same command again to reuse cached verdicts "
+                         f"(folder {folder} is kept, marked interrupted)"], err
         assert err.rstrip().splitlines()[-1] == lines[0]
         _check_interrupted_folder(folder, total)
         row = _index_row(tmp_path / "runs", folder)

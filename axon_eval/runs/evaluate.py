@@ -234,6 +234,14 @@ def _interrupted(folder: Path, manifest: RunManifest, writer: RunWriter | None, 
     with contextlib.suppress(Exception):
         write_jsonl(folder / "invalid.jsonl", invalid_list)
     counts = writer.counts if writer is not None else RunCounts()
+    if writer is None and (folder / "parts").is_dir():  # a partitioned run: its finished partitions' sums
+        from .partitioned import finished_outcomes, merge_outcomes
+
+        done = merge_outcomes(finished_outcomes(folder))
+        counts = RunCounts(**{k: v for k, v in done.counts.items() if k in RunCounts.model_fields})
+        invalid_list = [*invalid_list, *done.invalid]
+        for key, value in done.usage.items():
+            usage.totals[key] = value
     counts.invalid = len(invalid_lines(invalid_list))
     try:
         counts.planned_segments = max(count_segments(turn_source, limit), counts.segments)
@@ -250,7 +258,8 @@ def _interrupted(folder: Path, manifest: RunManifest, writer: RunWriter | None, 
     manifest.ended_at = iso(utc_now())
     with contextlib.suppress(Exception):
         manifest.write(folder)
-    return RunInterrupted(folder, counts.judged, counts.planned_segments, cached=manifest.cache_path is not None)
+    return RunInterrupted(folder, counts.judged, counts.planned_segments, cached=manifest.cache_path is not None,
+                          resumable=manifest.notebook is None and manifest.kind in ("evaluate", "rejudge"))
 
 
 # -- partitioned runs (a Dask cluster) ------------------------------------------------------------------

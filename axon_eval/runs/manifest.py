@@ -201,20 +201,23 @@ class RunInterrupted(KeyboardInterrupt):
     :meth:`line` is the one line the command line prints."""
 
     def __init__(self, run_dir: str | Path, judged: int | None = None, total: int | None = None, *,
-                 cached: bool = True) -> None:
+                 cached: bool = True, resumable: bool = False) -> None:
         self.run_dir = Path(run_dir)
         self.judged = judged
         self.total = total
         self.cached = cached
+        self.resumable = resumable
         super().__init__(self.line())
 
     def line(self) -> str:
         """``interrupted: <k> of <n> segments judged; run the same command again ... (folder <X> is kept,
-        marked interrupted)``."""
+        marked interrupted)``; for a run ``evaluate --resume`` can finish, that command first."""
         done = ("" if self.judged is None else
                 f" {self.judged} of {self.total if self.total is not None else '?'} segments judged;")
         again = ("run the same command again to reuse cached verdicts" if self.cached else
                  "run the same command again to judge them (nothing was cached: --no-cache)")
+        if self.resumable:
+            again = f"`python -m axon_eval evaluate --resume {self.run_dir}` finishes it in place, or {again}"
         return f"interrupted:{done} {again} (folder {self.run_dir} is kept, marked interrupted)"
 
     @classmethod
