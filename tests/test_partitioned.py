@@ -236,3 +236,25 @@ def test_a_driver_killed_with_sigkill_resumes_in_place_and_pays_no_verdict_twice
     assert max(server.delivered.values()) == 1, "a verdict was delivered (paid) twice"
     assert _index_status(tmp_path / "runs", folder) == "complete"
     assert set(runs.load_run(folder).results["segment_id"]) == set(oracle.results["segment_id"])
+
+
+def test_a_budget_holds_across_workers_and_the_run_says_it_stopped(tmp_path, monkeypatch):
+    for k, v in _env(tmp_path).items():
+        monkeypatch.setenv(k, v)
+    with CountingServer() as server:
+        spec = f"anthropic:claude-haiku-4-5@{server.server.url}"
+        full = runs.evaluate(SAMPLE, spec, out_dir=tmp_path / "full", progress=False, cache=False, limit=30,
+                             concurrency=2)
+        budget = 0.5 * full.manifest.cost_usd
+        capped = runs.evaluate(SAMPLE, spec, out_dir=tmp_path / "capped", progress=False, cache=False, limit=30,
+                               concurrency=2, workers=2, partition_bytes=8_000, max_cost_usd=budget)
+    per_view = float(full.results["cost_usd"].max())
+    parts = [json.loads(p.read_text()) for p in sorted((capped.run_dir / "parts").glob("part-*.json"))]
+    largest_partition = per_view * max(p["counts"]["segments"] for p in parts)
+    judged = capped.results[capped.results["status"] == "judged"]
+    assert capped.manifest.cost_usd <= budget + 1e-12  # never over the budget
+    assert capped.manifest.cost_usd >= budget - largest_partition  # within one partition's cost of it
+    assert capped.manifest.status == "partial" and 0 < len(judged) < len(capped.results)
+    assert any("max_cost_usd budget" in w for w in capped.manifest.warnings)
+    assert (capped.results.loc[capped.results["status"] != "judged", "error"]
+            .str.startswith("not judged: the max_cost_usd budget").all())
