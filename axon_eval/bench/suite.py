@@ -56,6 +56,7 @@ EXTERNAL_SECTIONS = {
     "judges": ("axon_eval.bench.llm", "bench_claude_fake_server"),
     "runs": ("axon_eval.bench.runs", "bench_runs"),
     "estimates": ("axon_eval.bench.estimates", "bench_estimates"),  # SIMULATED PPI coverage, trend over 200 runs
+    "partitioned": ("axon_eval.bench.partitioned", "bench_partitioned"),  # Dask workers: speed-up, memory
 }
 
 

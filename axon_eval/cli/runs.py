@@ -137,7 +137,10 @@ def summary_lines(summary: dict[str, Any], results: Any, run_dir: Any, *, quiet:
     """The CLI summary of a run: :func:`~axon_eval.summaries.format_summary` with at most
     :data:`ITEMS_SHOWN` lines per kind of item (none with ``quiet``: a line with the count and the file
     instead; invalid input is counted in lines, with its problems beside them when there are more), the
-    segments a cost budget stopped as one line, and the ensemble disagreement."""
+    cross-check (``CROSS-CHECK``: the segments whose judge verdict is worse than their band, counted, the
+    first :data:`ITEMS_SHOWN` listed with the candidate rubric that moves each down, the rest on
+    ``report.html``'s first page), the segments a cost budget stopped as one line, and the ensemble
+    disagreement."""
     from ..summaries import format_summary
 
     unjudged = list(summary.get("unjudged_items") or [])
@@ -165,6 +168,10 @@ def summary_lines(summary: dict[str, Any], results: Any, run_dir: Any, *, quiet:
         problems = f" ({rest_problems} problems)" if rest_problems != rest_lines else ""
         tails.append(f"  {f'and {rest_lines} more' if kept else rest_lines} invalid input line(s){problems}: "
                      f"listed in {Path(run_dir) / 'invalid.jsonl'}")
+    check = summary.get("cross_check")
+    if check and check.get("count"):  # the count and the candidates always; the first segments unless quiet
+        shown["cross_check"] = {**check, "items": [] if quiet else list(check.get("items") or [])[:ITEMS_SHOWN],
+                                "listed_in": f"{Path(run_dir) / 'report.html'} (first page)"}
     lines = format_summary(shown).splitlines() + tails
     if budget:
         from ..runs.budget import format_usd
@@ -528,7 +535,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="judge partitions on an existing Dask cluster (also $DASK_SCHEDULER_ADDRESS)")
     p.add_argument("--partition-bytes", type=_positive_int, default=None, metavar="BYTES",
-                   help="size of a partition of the evidence file, cut on line boundaries (default 4 MiB)")
+                   help="size of a partition of the evidence file, cut on line boundaries (default: at least 4 "
+                        "partitions per worker, at most 4 MiB each)")
     p.add_argument("--resume", default=None, metavar="RUN",
                    help="finish an interrupted, failed or killed run in place: finished partitions are kept and "
                         "no verdict is paid twice (with --workers/--scheduler to resume on a cluster)")

@@ -289,9 +289,10 @@ def _judge_partitioned(engine: Any, folder: Path, evidence: Path, judge: Judge, 
     """Judge ``evidence`` partition by partition on ``engine`` (:mod:`.partitioned`) into ``folder``;
     fills the manifest (counts: the sum of the parts; tokens, cost, cache figures; the partitions) and
     ``invalid_list`` (the file's invalid lines, file order). Returns whether the budget stopped judging."""
-    from .partitioned import PARTITION_BYTES, run_partitions
+    from .partitioned import default_partition_bytes, run_partitions
 
-    partition_bytes = opts.partition_bytes or PARTITION_BYTES
+    partition_bytes = opts.partition_bytes or default_partition_bytes(
+        evidence.stat().st_size, engine.slots if engine is not None else 1)
     manifest.partitions = ({"bytes": partition_bytes, "engine": "this process", "slots": 1, "workers_share_disk": True}
                            if engine is None else
                            {"bytes": partition_bytes, "engine": "dask.distributed", "slots": engine.slots,
@@ -315,7 +316,7 @@ def _judge_partitioned(engine: Any, folder: Path, evidence: Path, judge: Judge, 
     counts.invalid = len(invalid_lines(invalid_list))
     manifest.counts = counts
     manifest.partitions = {**manifest.partitions, "count": done.n_partitions, "kept": done.kept,
-                           "journal_hits": done.journal_hits}
+                           "journal_hits": done.journal_hits, "worker_peak_mb": done.worker_peak_mb}
     manifest.cache_hits, manifest.cache_misses = done.hits, done.misses
     for key, value in done.usage.items():
         setattr(manifest, key, value)

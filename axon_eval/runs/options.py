@@ -32,7 +32,7 @@ class EvaluationOptions(BaseModel):
     scheduler / client: a partitioned run on a new local Dask cluster of that many worker processes, on
     an existing scheduler's cluster, or through a ``distributed.Client`` already made (``None``, and no
     ``$DASK_SCHEDULER_ADDRESS``: one process); partition_bytes: the evidence file's partition size
-    (bytes, cut on line boundaries; default :data:`~axon_eval.runs.partitioned.PARTITION_BYTES`).
+    (bytes, cut on line boundaries; default :func:`~axon_eval.runs.partitioned.default_partition_bytes`).
     """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=True)

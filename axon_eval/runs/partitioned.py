@@ -50,8 +50,17 @@ from ..evidence import ByteRange, InvalidTurn, Turn, iter_turns_range
 from ..rubric import Rubric
 from .writer import PARTS_DIR, RESULTS_DIR
 
-#: Default size of a partition of the evidence file (bytes, cut on line boundaries).
+#: Largest default partition of the evidence file (bytes, cut on line boundaries), and the smallest: a
+#: file is cut into at least :data:`PARTITIONS_PER_SLOT` partitions per worker slot, so the last
+#: partitions to finish do not leave workers idle, but never smaller than :data:`MIN_PARTITION_BYTES`.
 PARTITION_BYTES = 4 * 1024 * 1024
+MIN_PARTITION_BYTES = 64 * 1024
+PARTITIONS_PER_SLOT = 4
+
+
+def default_partition_bytes(file_bytes: int, slots: int) -> int:
+    """``min(PARTITION_BYTES, max(MIN_PARTITION_BYTES, file_bytes / (PARTITIONS_PER_SLOT * slots)))``."""
+    return int(min(PARTITION_BYTES, max(MIN_PARTITION_BYTES, file_bytes // max(1, PARTITIONS_PER_SLOT * slots))))
 
 
 def part_stem(index: int) -> str:
@@ -209,7 +218,8 @@ class PartitionOutcome:
     """What a partition did: its ``counts`` (:class:`~.manifest.RunCounts` fields), ``usage`` totals
     (tokens, cost), ``calls`` (records not served from a cache), cache ``hits``/``misses``,
     ``journal_hits``, the ``invalid`` records of its range, whether the budget stopped it, and whether
-    it was ``kept`` from an earlier, interrupted run (resume)."""
+    it was ``kept`` from an earlier, interrupted run (resume), and the peak resident memory of the worker
+    process that judged it (``VmHWM``, MiB; ``None`` where ``/proc`` is missing)."""
 
     index: int
     counts: dict[str, int]
@@ -221,6 +231,7 @@ class PartitionOutcome:
     invalid: list[dict[str, Any]]
     budget_stopped: bool = False
     kept: bool = False
+    peak_rss_mb: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "complete": True}
@@ -256,6 +267,17 @@ def _partition_turns(task: PartitionTask, invalid: list[dict[str, Any]]) -> Iter
             continue
         taken += 1
         yield item
+
+
+def peak_rss_mb() -> float | None:
+    """This process's peak resident set size so far (Linux ``VmHWM``, MiB), ``None`` without ``/proc``."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def judge_partition(task: PartitionTask) -> PartitionOutcome:
@@ -297,7 +319,7 @@ def judge_partition(task: PartitionTask) -> PartitionOutcome:
             task.index, writer.counts.model_dump(), dict(usage.totals), usage.records - usage.cached,
             (shared.stats.hits - before[0]) if shared is not None else usage.cached,
             (shared.stats.misses - before[1]) if shared is not None else usage.records - usage.cached,
-            cache.journal_hits, invalid, stopped)
+            cache.journal_hits, invalid, stopped, peak_rss_mb=peak_rss_mb())
         writer.commit(record=(part_record_path(folder, task.index), outcome.to_json()))
     except BaseException:
         writer.abort()
@@ -378,6 +400,7 @@ class PartitionedRun:
     budget_stopped: bool
     n_partitions: int
     kept: int
+    worker_peak_mb: float | None = None
 
 
 def merge_outcomes(outcomes: Sequence[PartitionOutcome]) -> PartitionedRun:
@@ -396,7 +419,8 @@ def merge_outcomes(outcomes: Sequence[PartitionOutcome]) -> PartitionedRun:
     invalid = [r for o in sorted(outcomes, key=lambda o: o.index) for r in o.invalid]
     return PartitionedRun(counts, usage, sum(o.calls for o in outcomes), sum(o.hits for o in outcomes),
                           sum(o.misses for o in outcomes), sum(o.journal_hits for o in outcomes), invalid,
-                          any(o.budget_stopped for o in outcomes), len(outcomes), sum(o.kept for o in outcomes))
+                          any(o.budget_stopped for o in outcomes), len(outcomes), sum(o.kept for o in outcomes),
+                          max((o.peak_rss_mb for o in outcomes if o.peak_rss_mb is not None), default=None))
 
 
 def partition_limits(scans: Sequence[PartitionScan], skip: Mapping[int, Mapping[int, int]],
