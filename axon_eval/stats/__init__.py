@@ -132,6 +132,19 @@ from .panels import (
     simulated_members,
     trust_or_escalate,
 )
+from .mergeable import (
+    POISSON_METHOD,
+    PartialSums,
+    bootstrap_replicates,
+    confusion_from_summary,
+    headline_from_summary,
+    kappa_from_summary,
+    merge_summaries,
+    partition_summary,
+    poisson_weights,
+    ppi_from_summary,
+    segments_summary,
+)
 from .ppi import (
     PPI_COVERS,
     MIN_LABELLED,
@@ -460,4 +473,15 @@ __all__ = [
     "ppi_mean",
     "ppi_rule",
     "simulated_coverage_at",
+    "POISSON_METHOD",
+    "PartialSums",
+    "bootstrap_replicates",
+    "confusion_from_summary",
+    "headline_from_summary",
+    "kappa_from_summary",
+    "merge_summaries",
+    "partition_summary",
+    "poisson_weights",
+    "ppi_from_summary",
+    "segments_summary",
 ]
