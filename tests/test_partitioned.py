@@ -258,3 +258,22 @@ def test_a_budget_holds_across_workers_and_the_run_says_it_stopped(tmp_path, mon
     assert any("max_cost_usd budget" in w for w in capped.manifest.warnings)
     assert (capped.results.loc[capped.results["status"] != "judged", "error"]
             .str.startswith("not judged: the max_cost_usd budget").all())
+
+
+def test_a_large_partitioned_run_is_summarised_from_merged_sums_without_loading_it(tmp_path, monkeypatch, capsys):
+    from axon_eval.cli import runs as cli_runs
+    from axon_eval.stats.intervals import headline_table
+
+    monkeypatch.setattr(cli_runs, "MERGED_SUMMARY_ABOVE", 10)  # the sample stands in for a large run
+    monkeypatch.setattr(runs.Run, "results", property(lambda self: pytest.fail("the CLI loaded the results")))
+    code = main(["evaluate", "--turns", str(SAMPLE), "--judge", "heuristic", "--workers", "1", "--partition-bytes",
+                 "20000", "--out", str(tmp_path / "runs"), "--no-cache", "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 0 and "headline figures (merged from 6 partitions' sums" in out
+    monkeypatch.undo()
+    (folder,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir() and not p.name.startswith(".")]
+    assert not (folder / "report.html").exists()
+    merged = pd.DataFrame(json.loads((folder / "headline.json").read_text())["rows"]).set_index("figure")
+    memory = headline_table(runs.load_run(folder).results).set_index("figure")
+    assert (merged["estimate"] - memory["estimate"]).abs().max() < 1e-9
+    assert (merged["n"] == memory["n"]).all() and (merged["n_clusters"] == memory["n_clusters"]).all()

@@ -279,6 +279,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         return _usage_error(exc)
     print(f"run folder: {result.run_dir}")
     print(f"runs root:  {runs_root_line(args.out)}")
+    if _merged_only(result.manifest):
+        return _finish_large_partitioned(result, args.strict)
     # summary first, then figures, then the report (which reads the folder): each step's temporaries are
     # freed before the next allocates, so a large run's peak memory is the largest step, not their sum
     said = _print_summary(result, quiet=args.quiet)
@@ -289,6 +291,36 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     gc.collect()
     _write_report(run_dir)
     return _finish(manifest, args.strict, said=said)
+
+
+#: A partitioned run with more segments than this is summarised from its partitions' merged sums
+#: (``headline.json``): the command never loads its results whole; figures and the report are drawn on
+#: request (``report RUN``), since they read every row.
+MERGED_SUMMARY_ABOVE = 100_000
+
+
+def _merged_only(manifest: Any) -> bool:
+    return bool(manifest.partitions) and manifest.counts.segments > MERGED_SUMMARY_ABOVE
+
+
+def _finish_large_partitioned(result: Any, strict: bool) -> int:
+    """The summary of a large partitioned run: its headline figures merged from the partitions' sums."""
+    import json
+
+    import pandas as pd
+
+    from ..runs.evaluate import HEADLINE_FILE
+    from ..stats.intervals import format_headlines
+
+    path = Path(result.run_dir) / HEADLINE_FILE
+    if path.exists():
+        table = pd.DataFrame(json.loads(path.read_text(encoding="utf-8"))["rows"])
+        print(f"headline figures (merged from {result.manifest.partitions.get('count')} partitions' sums, "
+              "turns resampled by a Poisson bootstrap):")
+        print("\n".join(f"  {line}" for line in format_headlines(table)))
+    print(f"figures and report.html are not drawn for a run of {result.manifest.counts.segments} segments (they read "
+          f"every row): python -m axon_eval report {result.run_dir}")
+    return _finish(result.manifest, strict)
 
 
 def runs_root_line(out: str | None) -> str:

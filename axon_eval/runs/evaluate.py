@@ -312,6 +312,12 @@ def _judge_partitioned(engine: Any, folder: Path, evidence: Path, judge: Judge, 
                           compress_audit=opts.compress_audit, partition_bytes=partition_bytes,
                           progress=opts.progress, on_partition=lambda o, k, n: _heartbeat(folder, manifest, k, n))
     invalid_list.extend(done.invalid)
+    if done.summary is not None:  # the headline figures merged from the parts' sums: no part is read here
+        from ..stats.mergeable import headline_from_summary
+
+        write_json(folder / HEADLINE_FILE, {"method": "merged from the partitions' sums (Poisson bootstrap over "
+                                                      "turns)", "rows": to_jsonable(headline_from_summary(
+                                                          done.summary, allow_mixed=True).to_dict("records"))})
     counts = RunCounts(**{k: v for k, v in done.counts.items() if k in RunCounts.model_fields})
     counts.invalid = len(invalid_lines(invalid_list))
     manifest.counts = counts
@@ -331,6 +337,8 @@ def _heartbeat(folder: Path, manifest: RunManifest, done: int, total: int) -> No
     manifest.write(folder)
 
 
+#: A partitioned run's headline figures, merged from its partitions' sums (read without the results).
+HEADLINE_FILE = "headline.json"
 #: A single-process run rewrites its heartbeat at most this often (seconds).
 HEARTBEAT_EVERY_S = 30.0
 

@@ -48,6 +48,7 @@ import numpy as np
 
 from ..evidence import ByteRange, InvalidTurn, Turn, iter_turns_range
 from ..rubric import Rubric
+from .io import read_parquet
 from .writer import PARTS_DIR, RESULTS_DIR
 
 #: Largest default partition of the evidence file (bytes, cut on line boundaries), and the smallest: a
@@ -218,8 +219,10 @@ class PartitionOutcome:
     """What a partition did: its ``counts`` (:class:`~.manifest.RunCounts` fields), ``usage`` totals
     (tokens, cost), ``calls`` (records not served from a cache), cache ``hits``/``misses``,
     ``journal_hits``, the ``invalid`` records of its range, whether the budget stopped it, and whether
-    it was ``kept`` from an earlier, interrupted run (resume), and the peak resident memory of the worker
-    process that judged it (``VmHWM``, MiB; ``None`` where ``/proc`` is missing)."""
+    it was ``kept`` from an earlier, interrupted run (resume), the peak resident memory of the worker
+    process that judged it (``VmHWM``, MiB; ``None`` where ``/proc`` is missing), and its ``summary``: the
+    mergeable sums of its results (:func:`axon_eval.stats.mergeable.partition_summary`, computed on the
+    worker, so the driver merges the headline figures without reading any part)."""
 
     index: int
     counts: dict[str, int]
@@ -232,9 +235,11 @@ class PartitionOutcome:
     budget_stopped: bool = False
     kept: bool = False
     peak_rss_mb: float | None = None
+    summary: Any = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "complete": True}
+        """The partition's record (``parts/part-<index>.json``); the summary is sent to the driver only."""
+        return {**{k: v for k, v in asdict(self).items() if k != "summary"}, "complete": True}
 
 
 def read_outcome(folder: str | Path, index: int) -> PartitionOutcome | None:
@@ -269,6 +274,14 @@ def _partition_turns(task: PartitionTask, invalid: list[dict[str, Any]]) -> Iter
         yield item
 
 
+def _summary_of(results: Any, rubric: Rubric) -> Any:
+    """The mergeable sums of a part's results (``None`` for a part without judged rows)."""
+    from ..stats.mergeable import partition_summary
+
+    judged = results[results["status"] == "judged"] if len(results) else results
+    return partition_summary(results, rubric=rubric) if len(judged) else None
+
+
 def peak_rss_mb() -> float | None:
     """This process's peak resident set size so far (Linux ``VmHWM``, MiB), ``None`` without ``/proc``."""
     try:
@@ -293,6 +306,7 @@ def judge_partition(task: PartitionTask) -> PartitionOutcome:
     done = read_outcome(task.folder, task.index)
     if done is not None:
         done.kept = True
+        done.summary = _summary_of(read_parquet(results_part(task.folder, task.index)), task.rubric)
         return done
     folder = Path(task.folder)
     judge = resolve_judge(task.spec, task.rubric)
@@ -321,6 +335,7 @@ def judge_partition(task: PartitionTask) -> PartitionOutcome:
             (shared.stats.misses - before[1]) if shared is not None else usage.records - usage.cached,
             cache.journal_hits, invalid, stopped, peak_rss_mb=peak_rss_mb())
         writer.commit(record=(part_record_path(folder, task.index), outcome.to_json()))
+        outcome.summary = _summary_of(writer.results_frame(), task.rubric)
     except BaseException:
         writer.abort()
         raise
@@ -401,6 +416,7 @@ class PartitionedRun:
     n_partitions: int
     kept: int
     worker_peak_mb: float | None = None
+    summary: Any = None
 
 
 def merge_outcomes(outcomes: Sequence[PartitionOutcome]) -> PartitionedRun:
@@ -420,7 +436,16 @@ def merge_outcomes(outcomes: Sequence[PartitionOutcome]) -> PartitionedRun:
     return PartitionedRun(counts, usage, sum(o.calls for o in outcomes), sum(o.hits for o in outcomes),
                           sum(o.misses for o in outcomes), sum(o.journal_hits for o in outcomes), invalid,
                           any(o.budget_stopped for o in outcomes), len(outcomes), sum(o.kept for o in outcomes),
-                          max((o.peak_rss_mb for o in outcomes if o.peak_rss_mb is not None), default=None))
+                          max((o.peak_rss_mb for o in outcomes if o.peak_rss_mb is not None), default=None),
+                          _merge([o.summary for o in outcomes]))
+
+
+def _merge(summaries: Sequence[Any]) -> Any:
+    """The partitions' mergeable sums merged (``None`` when no partition judged anything)."""
+    from ..stats.mergeable import merge_summaries
+
+    present = [s for s in summaries if s is not None]
+    return merge_summaries(present) if present else None
 
 
 def partition_limits(scans: Sequence[PartitionScan], skip: Mapping[int, Mapping[int, int]],
@@ -500,7 +525,6 @@ def run_partitions(engine: Engine | None, evidence: str | Path, folder: str | Pa
     in_flight = max(1, min(slots, concurrency))
     per_partition = max(1, concurrency // in_flight)
     shared_cache = str(cache_path) if cache_path is not None and (engine is None or engine.local) else None
-    total_segments = sum(s.n_valid for s in scans)
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -519,11 +543,14 @@ def run_partitions(engine: Engine | None, evidence: str | Path, folder: str | Pa
                              shared_cache, per_partition, chunk_size, allot, compress_audit)
 
     outcomes: list[PartitionOutcome] = []
+    summary = None
     pending = list(ranges)
     try:
         if engine is None:
             for r in pending:
                 outcome = judge_partition(task(r))
+                summary = _merge([summary, outcome.summary])  # merged as they come: one summary held
+                outcome.summary = None
                 promised.pop(r.index, None)
                 spent += float(outcome.usage.get("cost_usd") or 0.0)
                 outcomes.append(outcome)
@@ -540,6 +567,8 @@ def run_partitions(engine: Engine | None, evidence: str | Path, folder: str | Pa
             queue = pending[in_flight:]
             for fut in futures:
                 outcome = fut.result()
+                summary = _merge([summary, outcome.summary])  # merged as they come: one summary held
+                outcome.summary = None
                 promised.pop(outcome.index, None)
                 spent += float(outcome.usage.get("cost_usd") or 0.0)
                 outcomes.append(outcome)
@@ -560,7 +589,7 @@ def run_partitions(engine: Engine | None, evidence: str | Path, folder: str | Pa
         fill_cache_from_journals(folder, len(ranges), cache_path)
     merged = merge_outcomes(outcomes)
     merged.counts.setdefault("segments", 0)
-    _ = total_segments
+    merged.summary = summary
     return merged
 
 
