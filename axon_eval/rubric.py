@@ -234,9 +234,7 @@ class Rubric(_Frozen):
         """A rubric shipped in ``axon_eval/rubrics/<name>.yaml``."""
         ref = resources.files("axon_eval") / "rubrics" / f"{name}.yaml"
         if not ref.is_file():
-            available = sorted(p.name.removesuffix(".yaml") for p in (resources.files("axon_eval") / "rubrics").iterdir()
-                               if p.name.endswith(".yaml"))
-            raise RubricError(f"no packaged rubric {name!r}; available: {available}")
+            raise RubricError(f"no packaged rubric {name!r}; available: {packaged_names()}")
         source = f"packaged {name}"
         return cls.from_dict(_parse_yaml(ref.read_text(encoding="utf-8"), source), source=source)
 
@@ -329,6 +327,13 @@ class Rubric(_Frozen):
         if score >= self.bands.partial:
             return "partial"
         return "poor"
+
+
+def packaged_names() -> list[str]:
+    """The names of the packaged rubrics (``axon_eval/rubrics/*.yaml``), sorted: ``axon-v1`` and the
+    candidates a rubric owner may adopt (``axon-v1-faithcap``, ``axon-v1-faithpartial``)."""
+    return sorted(p.name.removesuffix(".yaml") for p in (resources.files("axon_eval") / "rubrics").iterdir()
+                  if p.name.endswith(".yaml"))
 
 
 # -- extends: a rubric file that changes only what differs from its parent ---------------------------

@@ -7,7 +7,9 @@ inline; no external file, no network) that can be mailed on its own and stays sm
   server**, a **simulated** judge, mixed judges or rubrics, a failed run, a dirty working tree), then
   whether **comparative claims** are allowed (:func:`calibration_claim`: the calibration record of study
   05 for this judge and rubric, its gate read on the band kappa's *lower bound*, or "calibration stale:
-  <what differs>", or "no calibration record"), then the run's provenance (judge id, model, prompt version, rubric id and its weights, caps and bands, git
+  <what differs>", or "no calibration record"), then the **cross-check**: every judged segment whose judge
+  verdict is worse than its band, counted by kind and listed with its band under each packaged candidate
+  rubric (:func:`axon_eval.summaries.cross_check`), then the run's provenance (judge id, model, prompt version, rubric id and its weights, caps and bands, git
   commit and dirty flag, endpoint, input file hashes, times, counts, cache, tokens, cost);
 * a note when the run's rubric record does not read (band edges then come from the default rubric);
 * the summary, counting segments (a repeated run's segments by their mean score, with the spread); every
@@ -506,6 +508,48 @@ def _summary_section(s: Mapping[str, Any], headlines: pd.DataFrame | None = None
                    "segments (a mismatch is a note, never a change of score).</p>")
     for note in s.get("notes") or ():
         out.append(f'<p class="warn">{esc(note)}</p>')
+    return "\n".join(out)
+
+
+def _cross_check_section(check: Mapping[str, Any] | None) -> str:
+    """The first page's cross-check (:func:`axon_eval.summaries.cross_check`): how many judged segments the
+    judge's own verdict rates worse than their band, by kind, and every one of them (up to
+    :data:`MAX_LISTED`) with its score, band and verdict and its band under each packaged candidate rubric,
+    naming the candidates that move it down; then what each candidate changes and how many it moves."""
+    if not check:
+        return ""
+    if not check["count"]:
+        return (f"<p class='muted' id='cross-check'>Cross-check: the judge's verdict is nowhere worse than the "
+                f"band ({fmt_number(check['of'])} judged segments with a verdict).</p>")
+    kinds = ", ".join(f"{esc(k)}: {fmt_number(n)}" for k, n in check["by_kind"].items() if n)
+    names = [c["name"] for c in check.get("candidates") or []]
+    items = list(check.get("items") or [])
+    rows = []
+    for item in items[:MAX_LISTED]:
+        under = item.get("under") or {}
+        cells = [esc(item["segment_id"]), fmt_number(item["score"]), _band(item["band"]), _band(item["judge_verdict"])]
+        for name in names:
+            u = under.get(name) or {}
+            cells.append(f"{_band(u.get('band'))} ({fmt_number(u.get('score'))})" if u.get("band") else "not scored")
+        cells.append(esc(", ".join(item.get("moved_by") or []) or "none"))
+        rows.append(cells)
+    out = [f"<div class='fail' id='cross-check'><h2>Cross-check: the judge's verdict is worse than the band on "
+           f"{fmt_number(check['count'])} of {fmt_number(check['of'])} judged segments</h2>",
+           f"<p><b>{kinds}.</b> The band is the rubric's ({esc(check.get('rubric'))}, a compensatory weighted "
+           "mean: a sound trajectory can carry a wrong answer to a better band); the judge's own verdict is the "
+           "cross-check on it. Each segment below is rescored from its stored subscores under every packaged "
+           "candidate rubric; <i>moved down by</i> names those that give it a worse band.</p>",
+           _table(["segment", "score", "band", "judge verdict", *(f"under {n}" for n in names), "moved down by"],
+                  rows, numeric=(1,))]
+    if len(items) > MAX_LISTED:
+        out.append(f"<p>{fmt_number(len(items) - MAX_LISTED)} more: each is a row of the table of all segments "
+                   "below (its band and judge verdict).</p>")
+    changes = [f"<li><b>{esc(c['name'])}</b> ({esc(c['change'])}) moves {fmt_number(c['moves'])} of the "
+               f"{fmt_number(check['count'])} to a worse band.</li>" for c in check.get("candidates") or []]
+    if check.get("not_moved"):
+        changes.append(f"<li>{fmt_number(check['not_moved'])} of the {fmt_number(check['count'])} moved by no "
+                       "packaged candidate rubric.</li>")
+    out.append("<ul>" + "".join(changes) + "</ul></div>")
     return "\n".join(out)
 
 
@@ -1070,6 +1114,7 @@ def render_report_parts(manifest: Any, results: pd.DataFrame, invalid: Sequence[
     parts += [
         _claims_paragraph(*calibration_claim(m, calibration, calibration_source, problem=calibration_problem,
                                              searched=calibration_searched)),
+        _cross_check_section(summary.get("cross_check")),
         "<p class='muted'>Scores measure whether each captured turn is internally consistent (question, SQL, "
         "rows, answer), as graded by the judge named below and turned into points by plain code. They are "
         "not fact-checked against the world.</p>",
