@@ -26,7 +26,7 @@ import pandas as pd
 
 from ..runs.batch import registry_dir
 from ..runs.budget import is_paid, unpriced_models
-from ..runs.evaluate import BUDGET_ERROR
+from ..runs.writer import BUDGET_ERROR
 from .batch import BatchOptions, batch_judge, judge_in_batch
 from .cache import GradeCache
 from .evidence import Evidence, prepare_evidence
