@@ -9,6 +9,9 @@ Every run says what its judge was not (:func:`axon_eval.runs.disclosure.judge_di
 is true for a simulated judge's run (or a study that says so), ``local_server`` for a run judged against a
 server on this machine instead of the provider, and ``judge_disclosure`` is the text shown beside the run
 (``"SIMULATED"``, ``"local server, not the provider"``, both, or ``""``).
+
+:func:`find_source_run` finds, from the manifests alone, a finished evaluation a study can read instead of
+evaluating the same evidence again: the same evidence (SHA-256), judge id and rubric id.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from .disclosure import judge_disclosure
-from .io import default_runs_dir
+from .io import default_runs_dir, file_sha256, results_files
 from .manifest import RunManifest, effective_status
 
 INDEX_COLUMNS: tuple[str, ...] = (
@@ -73,3 +76,30 @@ def index(root: str | Path | None = None) -> pd.DataFrame:
             rows.append(row)
     frame = pd.DataFrame(rows, columns=list(INDEX_COLUMNS))
     return frame.sort_values("run_id", ascending=False, ignore_index=True)
+
+
+def find_source_run(evidence: str | Path, judge_id: str, rubric_id: str, root: str | Path | None = None) -> Path | None:
+    """The newest run folder directly under ``root`` (default ``$AXON_EVAL_RUNS_DIR`` or ``runs``) that is a
+    finished evaluation of exactly ``evidence`` by ``judge_id`` under ``rubric_id``, or ``None``.
+
+    Read from each folder's ``manifest.json`` only: kind ``evaluate`` (a headless ``evaluate`` or notebook
+    01), status ``complete`` (every segment judged; a partial, failed, interrupted or running run is never
+    reused), the SHA-256 recorded for its evidence file (``turns_file``) equal to ``evidence``'s, the same
+    judge id and rubric id (the rubric id covers weights, caps, bands, row horizon and prompt), every valid
+    turn judged (no ``limit`` in its parameters) and its results dataset present. Newest: the largest
+    run id (folders are named by their UTC start time). An unreadable manifest is skipped."""
+    base = Path(root) if root is not None else default_runs_dir()
+    if not base.is_dir():
+        return None
+    wanted = file_sha256(evidence)
+    for folder in sorted((p for p in base.iterdir() if p.is_dir() and not p.name.startswith(".")), reverse=True):
+        try:
+            m = RunManifest.read(folder)
+        except Exception:  # noqa: BLE001 - not a run folder, or a manifest no one can read: not a source
+            continue
+        if (m.kind == "evaluate" and m.source_run is None and effective_status(m) == "complete"
+                and m.judge_id == judge_id and m.rubric_id == rubric_id and m.turns_file is not None
+                and m.input_files.get(m.turns_file) == wanted and m.params.get("limit") is None
+                and results_files(folder)):
+            return folder
+    return None

@@ -10,12 +10,18 @@ and ``manifest.json`` among the inputs, judge and rubric ids).
 
 A study that read no earlier run (it judged its own evidence) passes ``source_run=None`` and its evidence
 files as ``inputs``.
+
+A study that needs a source run and was given none calls :func:`study_source`: it reuses the newest
+complete evaluation of the same evidence, judge and rubric under the runs root
+(:func:`axon_eval.runs.catalog.find_source_run`) and evaluates only when there is none, so the studies of
+``make studies`` share one source run instead of making one each.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +47,50 @@ def study_folder(run_dir: str | Path | None, name: str, *, out_dir: str | Path |
     RunManifest(run_id=folder.name, status="running", kind="study", name=name, packages=package_versions(),
                 started_at=iso(started)).write(folder)
     return folder
+
+
+@dataclass(frozen=True)
+class StudySource:
+    """The source run of a study: its folder, whether it was ``reused`` (an existing complete evaluation)
+    or evaluated here (``evaluation`` is then the :func:`~axon_eval.runs.evaluate` result, whose figures
+    the notebook draws), and :attr:`sentence` to show."""
+
+    run_dir: Path
+    reused: bool
+    evaluation: Any = None
+
+    @property
+    def how(self) -> str:
+        """``"reused: ..."`` or ``"evaluated here"``."""
+        return ("reused: an existing complete evaluation of the same evidence, judge and rubric"
+                if self.reused else "evaluated here: no complete evaluation of the same evidence, judge and rubric "
+                "was found under the runs root")
+
+    @property
+    def sentence(self) -> str:
+        return f"source run: {self.run_dir} ({self.how})"
+
+
+def study_source(evidence: str | Path, judge: Any, rubric: Any, *, root: str | Path, name: str,
+                 params: Mapping[str, Any] | None = None, seed: int | None = 0) -> StudySource:
+    """The source run a study reads: the newest complete evaluation of ``evidence`` by ``judge`` (a spec or
+    a judge) under ``rubric`` (a name, file or :class:`~axon_eval.rubric.Rubric`) directly under ``root``
+    (:func:`~axon_eval.runs.catalog.find_source_run`: manifests only), else a new one evaluated into
+    ``root`` named ``name`` with ``params`` and ``seed``. The judge id is the one the evaluation would
+    record (the rubric pins a language-model judge's prompt)."""
+    from ..rubric import Rubric
+    from .catalog import find_source_run
+    from .evaluate import evaluate
+    from .judging import resolve_judge
+
+    rubric_obj = Rubric.resolve(rubric)
+    judge_obj = resolve_judge(judge, rubric_obj)
+    found = find_source_run(evidence, judge_obj.judge_id, rubric_obj.id, root)
+    if found is not None:
+        return StudySource(found, True)
+    made = evaluate(Path(evidence), judge_obj, rubric_obj, out_dir=root, name=name, params=dict(params or {}),
+                    progress=False, seed=seed)
+    return StudySource(made.run_dir, False, made)
 
 
 def rubric_name_for(rubric_id: str | None, source_run: str | Path | None = None) -> str | None:
