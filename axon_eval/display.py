@@ -95,6 +95,52 @@ def fmt_share(value: Any, *, missing: str = MISSING) -> str:
     return f"{p:.0f}%"
 
 
+def shared_decimals(values: Iterable[Any], digits: int = SIGNIFICANT_DIGITS, max_decimals: int = MAX_DECIMALS) -> int:
+    """The decimals that give the largest of ``values`` (in absolute value) ``digits`` significant digits,
+    at most ``max_decimals``: what an estimate and its bounds share so that they read alike
+    (``77.5, 72.0, 82.4``; ``0.616, 0.486, 0.739``). Missing and zero values are ignored."""
+    finite = [abs(float(v)) for v in values if not is_missing(v) and not isinstance(v, str)
+              and math.isfinite(float(v)) and float(v) != 0]
+    if not finite:
+        return 0
+    return min(max(digits - 1 - math.floor(math.log10(max(finite))), 0), max_decimals)
+
+
+def _fixed(value: Any, decimals: int) -> str:
+    rounded = round(float(value), decimals)
+    return f"{rounded if rounded != 0 else 0.0:,.{decimals}f}"  # never "-0.0"
+
+
+def _needed(values: Iterable[Any], decimals: int) -> int:
+    """The fewest decimals, up to ``decimals``, that show every one of ``values`` rounded to ``decimals``
+    without loss: trailing zeros all of them share are dropped (``0.50, 0.74`` rather than ``0.500, 0.740``)."""
+    needed = 0
+    for v in values:
+        text = f"{round(float(v), decimals):.{decimals}f}"
+        if "." in text:
+            needed = max(needed, len(text.split(".")[1].rstrip("0")))
+    return needed
+
+
+def fmt_estimate(estimate: Any, low: Any, high: Any, *, share: bool = False, digits: int = SIGNIFICANT_DIGITS,
+                 missing: str = MISSING) -> str:
+    """An estimate with its interval, the one way every headline reads: ``"77.5 (72.0 to 82.4)"``,
+    ``"0.616 (0.486 to 0.739)"``, shares ``"64% (54% to 73%)"``. The three numbers share their decimals
+    (:func:`shared_decimals`: ``digits`` significant digits on the largest, then the trailing zeros all
+    three share dropped), so ``72`` reads ``72.0`` beside ``82.4`` and ``0.5`` reads ``0.50`` beside
+    ``0.74``; shares are percentages (:func:`fmt_share`). Without an interval only the estimate is shown;
+    a missing estimate reads ``missing``."""
+    if is_missing(estimate):
+        return missing
+    if share:
+        head = fmt_share(estimate)
+        return head if is_missing(low) or is_missing(high) else f"{head} ({fmt_share(low)} to {fmt_share(high)})"
+    if is_missing(low) or is_missing(high):
+        return fmt_number(estimate, digits)
+    decimals = _needed((estimate, low, high), shared_decimals((estimate, low, high), digits))
+    return f"{_fixed(estimate, decimals)} ({_fixed(low, decimals)} to {_fixed(high, decimals)})"
+
+
 def fmt_interval(low: Any, high: Any, *, share: bool = False, digits: int = SIGNIFICANT_DIGITS,
                  missing: str = "not defined") -> str:
     """An interval ``"low to high"`` (as shares when ``share``, else with ``digits`` significant digits);

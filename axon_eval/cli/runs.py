@@ -2,7 +2,9 @@
 ``rerun``, ``index`` and ``fake-judge-server`` (``compare`` and ``gate``: :mod:`.compare`).
 
 ``run NOTEBOOK [-p NAME VALUE ...] [-f params.yaml ...]``
-    execute a notebook with papermill into a new dated run folder and export it to HTML
+    execute a notebook with papermill into a new dated run folder and export it to HTML; print the folder
+    and its headline (a study's headline figures, an evaluation's mean score and band shares, each with
+    its interval and n)
 ``evaluate --turns FILE --judge SPEC [--rubric FILE|NAME] [--out DIR] [--limit N] [--name NAME]``
     headless evaluation (no notebook): writes a run folder and prints it with a summary
 ``rejudge RUN --judge SPEC``    the same captured evidence judged again, as a new run
@@ -241,6 +243,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except (*_judge_errors(), *_USAGE_ERRORS) as exc:
         return _usage_error(exc)
     print(f"run folder: {result.run_dir}")
+    if result.status != "failed":
+        for k, line in enumerate(run_headline_lines(result.run_dir)):
+            print(f"{'headline:' if k == 0 else '':<12}{line}")
     print(f"notebook:   {result.notebook_path}")
     if result.html_path is not None:
         print(f"html:       {result.html_path}")
@@ -250,6 +255,31 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if result.status == "failed" and result.error:
         print(f"FAILED: {result.error}", file=sys.stderr)
     return _finish(result.manifest, args.strict)
+
+
+def run_headline_lines(run_dir: Any) -> list[str]:
+    """What ``run`` prints after a notebook's run folder: a study's headline figures (its ``study.json``
+    read through :func:`axon_eval.runs.study.study_headlines`, which says which figures each study
+    headlines), else an evaluation's mean score and band shares with their intervals and n
+    (:func:`axon_eval.reporting.summary_intervals.headline_lines`), else nothing. A headline that cannot be
+    read is one line saying why, never a failed command."""
+    import json
+
+    from ..runs.io import results_files
+    from ..runs.study import STUDY_FILE, study_headlines
+
+    folder = Path(run_dir)
+    try:
+        if (folder / STUDY_FILE).is_file():
+            return study_headlines(json.loads((folder / STUDY_FILE).read_text(encoding="utf-8")))
+        if results_files(folder):
+            from ..reporting.summary_intervals import headline_lines
+            from ..runs.io import read_results
+
+            return headline_lines(read_results(folder))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return [f"not shown: {type(exc).__name__}: {exc}"]
+    return []
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:

@@ -1,6 +1,7 @@
 """The headline figures of a run with their intervals, as lines for the CLI summary (issue 21 section 1):
 the mean score and the share in each band, each with its 95% interval and n, then the one sentence of
-what the intervals cover (:data:`axon_eval.stats.intervals.INTERVAL_COVERS`)."""
+what the intervals cover (:data:`axon_eval.stats.intervals.INTERVAL_COVERS`); and :func:`headline_lines`,
+the two lines ``python -m axon_eval run`` prints after an evaluation's run folder."""
 
 from __future__ import annotations
 
@@ -34,3 +35,31 @@ def interval_lines(results: pd.DataFrame, figures: Sequence[str] = SUMMARY_FIGUR
         lines.append(f"  {figure}: {iv.text(share=r.kind == 'share')}")
     lines.append(f"  {table.attrs['covers']}")
     return lines
+
+
+def headline_lines(results: pd.DataFrame, *, n_boot: int = N_BOOT, seed: int | None = SEED) -> list[str]:
+    """An evaluation's headline in two lines (:func:`~axon_eval.stats.intervals.headline_table`, the
+    intervals every reader of a run shows): the mean score with its interval and n (segments, and turns
+    when they differ), and the band shares with theirs (:func:`axon_eval.display.fmt_estimate`); both
+    prefixed ``SIMULATED`` for a simulated judge. Nothing when no segment was judged; one line saying why
+    when the results mix judges or rubrics."""
+    from ..display import fmt_estimate, fmt_number
+    from ..summaries import is_simulated_judge
+
+    if "status" not in results.columns or not (results["status"] == "judged").any():
+        return []
+    try:
+        table = headline_table(results, n_boot=n_boot, seed=seed)
+    except MixedResultsError as exc:
+        return [f"no headline: {exc}"]
+    rows = table.set_index("figure")
+    judges = results["judge_id"].dropna().astype(str).unique() if "judge_id" in results.columns else []
+    prefix = "SIMULATED " if is_simulated_judge(list(judges)) else ""
+    m = rows.loc["mean score"]
+    turns = f" in {fmt_number(int(m['n_clusters']))} turns" if int(m["n_clusters"]) != int(m["n"]) else ""
+    level = f"{table.attrs['confidence']:.0%}"
+    bands = ", ".join(f"{f.removeprefix('share ')} {fmt_estimate(rows.loc[f, 'estimate'], rows.loc[f, 'lo'], rows.loc[f, 'hi'], share=True)}"
+                      for f in SUMMARY_FIGURES[1:])
+    return [f"{prefix}mean score {fmt_estimate(m['estimate'], m['lo'], m['hi'])}, n = {fmt_number(int(m['n']))} "
+            f"segments{turns} ({level} intervals; turns resampled, seed {seed}, {fmt_number(n_boot)} resamples)",
+            f"{prefix}bands: {bands}"]

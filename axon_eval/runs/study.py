@@ -93,6 +93,142 @@ def study_source(evidence: str | Path, judge: Any, rubric: Any, *, root: str | P
     return StudySource(made.run_dir, False, made)
 
 
+# -- each study's headline: the one or two study.json figures a person reads first -----------------------
+@dataclass(frozen=True)
+class Headline:
+    """One headline figure of a ``study.json``: a ``label`` and the key path of its ``value`` (a tuple of
+    keys; ``LAST`` takes the last key of a mapping, e.g. the largest perturbation size), with the key
+    paths of its ``interval`` (``[lo, hi]``, or two paths) and of its ``n`` (a number, or a list counted)
+    and ``unit`` (what n counts), when the study records them. ``share``: a proportion (read as a
+    percentage); ``count``: ``value`` is a count of the ``n`` (``"0 of 8 responses"``); ``spread``: the
+    key path of a standard deviation shown beside a value without an interval; ``note``: what the figure
+    is when it has no interval (``"exact"``)."""
+
+    label: str
+    value: tuple[Any, ...]
+    interval: tuple[Any, ...] | tuple[tuple[Any, ...], tuple[Any, ...]] | None = None
+    n: tuple[Any, ...] | None = None
+    unit: str = "segments"
+    share: bool = False
+    count: bool = False
+    spread: tuple[Any, ...] | None = None
+    note: str = ""
+    name: tuple[Any, ...] | None = None
+    unnamed: str = ""
+
+
+#: In a :class:`Headline` key path: the last key of a mapping (the largest d of study 02).
+LAST = "<last>"
+
+#: Each study's headline figures (the ``study`` value of its ``study.json`` -> its one or two headlines),
+#: the one place that says which figures ``python -m axon_eval run`` prints after a study's run folder.
+STUDY_HEADLINES: dict[str, tuple[Headline, ...]] = {
+    "02_weight_sensitivity": (
+        Headline("largest |score change| within d = {key} of the nominal weights, points", ("worst_case_abs_delta", LAST),
+                 n=("n_segments",), note="exact, in-sample"),
+        Headline("mean score change under {name}, points", ("candidate", "mean_delta"),
+                 interval=("candidate", "mean_delta_ci95"), n=("candidate", "n_compared"),
+                 name=("candidate", "rubric_name"), unnamed="the candidate rubric")),
+    "03_judge_noise": (
+        Headline("within-segment SD of the score, points", ("sd", "score"), n=("n_segments",), note="pooled"),
+        Headline("ICC(1,1) of the score", ("icc1", "score", "value"),
+                 interval=(("icc1", "score", "ci_low"), ("icc1", "score", "ci_high")), n=("n_segments",))),
+    "04_row_horizon": (
+        Headline("defects head misses at the row budget that evidence flags", ("goal", "catch_share"),
+                 n=("goal", "baseline_missed"), unit="defects missed by head", share=True),
+        Headline("goal met", ("goal_met",), n=("n_segments",))),
+    "05_calibration": (
+        Headline("Cohen's kappa, band vs labels", ("kappa",), interval=("kappa_ci",), n=("n",)),
+        Headline("gate passed (kappa's lower bound >= 0.7)", ("gate_passed",), n=("n",))),
+    "06_judge_drift": (
+        Headline("mean score difference, candidate - anchor, points", ("mean_delta",), interval=("mean_delta_ci",),
+                 n=("n",)),
+        Headline("decision", ("decision",), n=("n",))),
+    "07_weight_recalibration": (
+        Headline("held-out kappa, nominal weights", ("cv_kappa", "nominal", "mean"), n=("n",),
+                 spread=("cv_kappa", "nominal", "sd"), note="mean over the folds"),
+        Headline("held-out kappa, least-squares refit", ("cv_kappa", "least_squares", "mean"), n=("n",),
+                 spread=("cv_kappa", "least_squares", "sd"), note="mean over the folds")),
+    "08_reference_grading": (
+        Headline("false passes, held-out split", ("false_pass", "heldout"), n=("n_responses", "heldout"),
+                 unit="responses", count=True),
+        Headline("false passes, all responses", ("false_pass", "overall"), n=("n_responses", "overall"),
+                 unit="responses", count=True)),
+    "09_corrected_estimates": (
+        Headline("mean score, judge (naive)", ("naive", "mean score", "estimate"),
+                 interval=("naive", "mean score", "interval"), n=("naive", "mean score", "n")),
+        Headline("mean score, PPI++ corrected", ("ppi", "mean score", "estimate"),
+                 interval=("ppi", "mean score", "interval"), n=("n_labelled",), unit="labelled segments")),
+    "10_panel_design": (
+        Headline("recommended panel", ("recommended", "panel_id")),
+        Headline("its band kappa", ("recommended", "band_kappa"), interval=("recommended", "band_kappa_ci"),
+                 n=("recommended", "n"))),
+}
+
+
+def _at(record: Any, path: tuple[Any, ...]) -> tuple[Any, str | None]:
+    """The value at ``path`` in ``record`` and the key :data:`LAST` stood for (``None`` when missing)."""
+    value, key = record, None
+    for step in path:
+        if not isinstance(value, Mapping) or not value:
+            return None, key
+        if step == LAST:
+            key = list(value)[-1]
+            step = key
+        value = value.get(step)
+    return value, key
+
+
+def headline_text(record: Mapping[str, Any], h: Headline) -> str:
+    """One headline of ``record`` as people read it (:mod:`axon_eval.display`): ``"label: 0.616 (0.486 to
+    0.739), n = 97 segments"``; ``"not recorded"`` for a missing value."""
+    from ..display import fmt_estimate, fmt_number, fmt_share, is_missing
+
+    value, key = _at(record, h.value)
+    named = _at(record, h.name)[0] if h.name else None
+    label = h.label.replace("{key}", str(key)).replace("{name}", h.unnamed if named is None else str(named))
+    if value is None:
+        return f"{label}: not recorded"
+    n_value = _at(record, h.n)[0] if h.n else None
+    n = len(n_value) if isinstance(n_value, list | tuple) else n_value
+    if isinstance(value, str) or isinstance(value, bool):
+        text = value if isinstance(value, str) else ("yes" if value else "no")
+    elif h.count and n is not None:
+        return f"{label}: {fmt_number(value)} of {fmt_number(n)} {h.unit}"
+    else:
+        lo = hi = None
+        if h.interval is not None:
+            if isinstance(h.interval[0], tuple):
+                lo, hi = (_at(record, h.interval[0])[0], _at(record, h.interval[1])[0])
+            else:
+                bounds = _at(record, h.interval)[0]
+                lo, hi = (bounds[0], bounds[1]) if isinstance(bounds, list | tuple) and len(bounds) == 2 else (None, None)
+        text = (fmt_estimate(value, lo, hi, share=h.share) if not (is_missing(lo) or is_missing(hi))
+                else fmt_share(value) if h.share else fmt_number(value))
+        if h.interval is not None and (is_missing(lo) or is_missing(hi)):
+            text += " (no interval)"
+        spread = _at(record, h.spread)[0] if h.spread else None
+        extra = [h.note] if h.note else []
+        if spread is not None:
+            extra.append(f"SD {fmt_number(spread)}")
+        text += f" ({', '.join(extra)})" if extra else ""
+    return f"{label}: {text}" + (f", n = {fmt_number(n)} {h.unit}" if n is not None else "")
+
+
+def study_headlines(record: Mapping[str, Any]) -> list[str]:
+    """The headline lines of a ``study.json`` (:data:`STUDY_HEADLINES` of its ``study``), prefixed
+    ``SIMULATED`` when the study says it is; for a study without an entry, its first scalar figures."""
+    heads = STUDY_HEADLINES.get(str(record.get("study")))
+    prefix = "SIMULATED " if record.get("simulated") else ""
+    if heads is None:
+        from ..display import fmt_number
+
+        skip = {"study", "simulated", "source_run"}
+        return [f"{prefix}{k}: {fmt_number(v)}" for k, v in record.items()
+                if k not in skip and isinstance(v, int | float | str | bool)][:2]
+    return [prefix + headline_text(record, h) for h in heads]
+
+
 def rubric_name_for(rubric_id: str | None, source_run: str | Path | None = None) -> str | None:
     """The name of the rubric with id ``rubric_id``: the source run's when it used that rubric, else the
     packaged rubric with that id (``axon_eval/rubrics/*.yaml``), else ``None``."""
