@@ -47,8 +47,8 @@ docs: $(STAMP) ## build the documentation site into docs/_build/html (Sphinx + M
 LAB_ARGS ?=
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-lab: $(STAMP) ## open JupyterLab on notebooks/ (LAB_ARGS=--no-browser on a headless machine)
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(ROOT_FLAG) $(LAB_ARGS)
+lab: $(STAMP) ## open JupyterLab at the repository root, on notebooks/ (runs/ reachable; LAB_ARGS=--no-browser on a headless machine)
+	$(VENV)/bin/jupyter lab --notebook-dir=. --LabApp.default_url=/lab/tree/notebooks $(ROOT_FLAG) $(LAB_ARGS)
 
 bench: $(STAMP) ## benchmarks: prints a table, writes runs/<date>_bench/bench.json
 	$(VPY) -m axon_eval.bench

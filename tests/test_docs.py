@@ -237,7 +237,7 @@ def _check_axon_eval(args: list[str], whole: bool = True) -> str | None:
     if not args or args[0] in ("-h", "--help") or _placeholder(args[0]):
         return None
     if args[0] == "fake-judge-server":
-        known = {"--port", "--delay", "--lifetime", "--batch-polls", "--batch-seconds", "--max-requests", "--help", "-h"}
+        known = {"--port", "--delay", "--lifetime", "--batch-polls", "--batch-seconds", "--max-requests", "--url-file", "--help", "-h"}
         bad = [a for a in args[1:] if a.startswith("-") and a.split("=")[0] not in known]
         return f"unknown fake-judge-server option(s) {bad}" if bad else None
     filled = ["x" if _placeholder(a) else a for a in args]

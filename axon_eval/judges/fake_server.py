@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import re
 import signal
 import socket
@@ -53,6 +54,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from ..view import NO_ANSWER_MARKER
@@ -447,6 +449,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="... or after S seconds, whichever comes first")
     parser.add_argument("--max-requests", type=int, default=1_000_000, metavar="N",
                         help="answer 503 after N requests (default 1000000)")
+    parser.add_argument("--url-file", default=None, metavar="PATH",
+                        help="write the server's URL to PATH once it listens (with --port 0, a script reads "
+                             "the free port from it)")
     args = parser.parse_args(list(argv) if argv is not None else None)
     for name in ("delay", "lifetime", "batch_seconds"):
         value = getattr(args, name)
@@ -469,6 +474,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     interrupted: list[bool] = []
     in_main = threading.current_thread() is threading.main_thread()  # only there can a handler be set
     previous = signal.signal(signal.SIGINT, lambda *_: interrupted.append(True)) if in_main else None
+    if args.url_file:  # written whole and then moved into place: a reader never sees half a URL
+        target = Path(args.url_file)
+        partial = target.with_name(f".{target.name}.partial")
+        partial.write_text(server.url + "\n", encoding="utf-8")
+        os.replace(partial, target)
     try:
         print(rehearsal_instructions(server.url), flush=True)
         while not interrupted and not server.stopped.wait(0.2):
