@@ -1,22 +1,22 @@
 """Evaluation runs: judge every segment, score it, and keep the whole run as dated evidence.
 
 A *run* is one folder ``<out>/<UTC YYYY-MM-DD>T<HHMMSS>Z_<name>_<judge slug>/`` that is never
-overwritten (a clash gets ``-2``, ``-3``, ... appended) and holds:
+overwritten (a clash gets ``-2``, ``-3``, ... appended) and holds::
 
-``params.json``       the parameters the run was started with (secrets redacted; for a notebook run,
-                      exactly the notebook's parameters, so ``run -f params.json`` repeats it)
-``manifest.json``     :class:`RunManifest`: status, judge and its endpoint, rubric, git commit (and
-                      ``git.diff`` when the tree was dirty), versions of every dependency, SHA-256 of every
+    params.json       the parameters the run was started with (secrets redacted; for a notebook run,
+                      exactly the notebook's parameters, so run -f params.json repeats it)
+    manifest.json     RunManifest: status, judge and its endpoint, rubric, git commit (and
+                      git.diff when the tree was dirty), versions of every dependency, SHA-256 of every
                       input, times, counts in segments, cache hits, tokens, estimated and reported cost
-``results/``          the results dataset, ``part-<n>.parquet`` (one part per partition; a single-process
-                      run writes one): one row per judged segment and judge sample, :data:`RESULT_COLUMNS`
-``parts/``            a partitioned run's per-partition verdicts, audit and records (merged into the files
-                      below at the end; kept so that ``--resume`` can finish an interrupted run)
-``verdicts.jsonl``    every :class:`~axon_eval.judges.base.JudgeRecord` (what ``replay(<run>)`` reads)
-``audit.jsonl``       per results row: the full scoring arithmetic, the trajectory facts, the SQL and rows
-                      the judge saw and the view's SHA-256 (``audit.jsonl.gz`` when compressed)
-``invalid.jsonl``     every input line that could not be used, with its reason
-``figures/``          PNG figures, drawn by the caller (:func:`axon_eval.reporting.save_run_figures`):
+    results/          the results dataset, part-<n>.parquet (one part per partition; a single-process
+                      run writes one): one row per judged segment and judge sample, RESULT_COLUMNS
+    parts/            a partitioned run's per-partition verdicts, audit and records (merged into the files
+                      below at the end; kept so that --resume can finish an interrupted run)
+    verdicts.jsonl    every JudgeRecord (what replay(<run>) reads)
+    audit.jsonl       per results row: the full scoring arithmetic, the trajectory facts, the SQL and rows
+                      the judge saw and the view's SHA-256 (audit.jsonl.gz when compressed)
+    invalid.jsonl     every input line that could not be used, with its reason
+    figures/          PNG figures, drawn by the caller (axon_eval.reporting.save_run_figures):
                       runs write data and draw nothing
 
 Modules, one job each: :mod:`.io` (atomic files, streams), :mod:`.provenance` (redaction, versions, git),
@@ -24,8 +24,11 @@ Modules, one job each: :mod:`.io` (atomic files, streams), :mod:`.provenance` (r
 (reading folders back), :mod:`.evaluate` (streaming evaluation), :mod:`.budget` (cost estimate and
 budget), :mod:`.batch` (Message Batches with resume), :mod:`.derive` (rejudge, rescore, rerun),
 :mod:`.compare` (two runs side by side), :mod:`.catalog` (every run folder as one table: ``index``),
-:mod:`.writer` (what a run appends as it goes, shared by evaluate, batches and rescore) and :mod:`.notebook`
-(the papermill runner: a notebook into a new run folder).
+:mod:`.writer` (what a run appends as it goes, shared by evaluate, batches and rescore), :mod:`.judging`
+(judging a stream of turns in chunks: the one code path of every run), :mod:`.partitioned` (partitions
+on a Dask cluster), :mod:`.resume` (finishing an interrupted run in place), :mod:`.gate_report` (a
+gate's decision as text, Markdown and JUnit XML), :mod:`.disclosure` (SIMULATED or a local server) and
+:mod:`.notebook` (the papermill runner: a notebook into a new run folder).
 
 Resume: judged verdicts go to the SQLite verdict cache (``<out>/.cache/verdicts.sqlite``, or the file
 named by ``AXON_EVAL_CACHE``) as they are made, so starting an interrupted run again with the same

@@ -110,7 +110,7 @@ class RunComparison:
 
     @property
     def simulated(self) -> bool:
-        """A side's judge is simulated: every output says SIMULATED."""
+        """Whether a side's judge is simulated (then every output says SIMULATED)."""
         return "SIMULATED" in self.disclosure_a or "SIMULATED" in self.disclosure_b
 
     def disclosure_lines(self) -> list[str]:
@@ -141,7 +141,7 @@ class RunComparison:
         })
 
     def format(self, top: int = 10) -> str:
-        """A plain-text summary for the terminal: numbers for people (:mod:`axon_eval.display`: 2-3
+        """A plain-text summary for the terminal: numbers for people (``axon_eval.display``: 2-3
         significant digits, shares as percentages, a p-value below 0.001 as ``< 0.001``), each changed
         row named by its segment and, when the runs judged a segment more than once, its sample."""
         def judge_rubric(judge: str | None, rubric: str | None) -> str:

@@ -33,6 +33,7 @@ def check_line(c: GateCheck, *, difference: bool = False) -> str:
 
 
 def headline(decision: GateDecision, subject: str) -> str:
+    """``gate PASSED: <subject> (k of n checks passed)`` (``FAILED``; ``NOTHING GATED`` without checks)."""
     verdict = "PASSED" if decision.passed else ("FAILED" if decision.checks else "NOTHING GATED")
     return (f"gate {verdict}: {subject} ({len(decision.checks) - len(decision.failed)} of {len(decision.checks)} "
             f"checks passed)")

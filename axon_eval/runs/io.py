@@ -278,8 +278,8 @@ def read_parquet(path: str | Path, columns: list[str] | None = None) -> pd.DataF
     return table.to_pandas(self_destruct=True, split_blocks=True)
 
 
-#: The results dataset of a run folder: ``results/part-<index>.parquet`` (``results.parquet``: a folder
-#: written before runs were partitioned, still read).
+#: The parts of a run's results dataset, ``results/part-<index>.parquet`` (``LEGACY_RESULTS`` is the one
+#: file of a folder written before runs were partitioned, still read).
 RESULTS_GLOB = "results/part-*.parquet"
 LEGACY_RESULTS = "results.parquet"
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def resolve_judge(judge: Judge | str, rubric: Rubric | None = None) -> Judge:
-    """A judge object, or one built from a spec string by :func:`axon_eval.judges.build_judge`; the
+    """A judge object, or one built from a spec string by ``axon_eval.judges.build_judge``; the
     language-model judges of a spec take the rubric's ``prompt_version`` (the rubric pins the prompt:
     it is part of the rubric id)."""
     if isinstance(judge, str):
@@ -60,6 +60,7 @@ def segment_chunks(turns: Iterator[Turn], rubric: Rubric, chunk_size: int,
 
 
 def rubric_sampler(rubric: Rubric) -> str | None:
+    """The rubric's row sampler for the judge's view, ``None`` for the default (the first rows)."""
     sampler = getattr(rubric, "row_sampler", None)
     return None if sampler in (None, "head") else str(sampler)
 

@@ -51,9 +51,9 @@ from ..rubric import Rubric
 from .io import read_parquet
 from .writer import PARTS_DIR, RESULTS_DIR
 
-#: Largest default partition of the evidence file (bytes, cut on line boundaries), and the smallest: a
-#: file is cut into at least :data:`PARTITIONS_PER_SLOT` partitions per worker slot, so the last
-#: partitions to finish do not leave workers idle, but never smaller than :data:`MIN_PARTITION_BYTES`.
+#: The largest default partition of an evidence file, in bytes (cut on line boundaries). A file is cut
+#: into at least ``PARTITIONS_PER_SLOT`` partitions per worker slot, so the last partitions to finish do
+#: not leave workers idle, never smaller than ``MIN_PARTITION_BYTES``.
 PARTITION_BYTES = 4 * 1024 * 1024
 MIN_PARTITION_BYTES = 64 * 1024
 PARTITIONS_PER_SLOT = 4
@@ -65,18 +65,22 @@ def default_partition_bytes(file_bytes: int, slots: int) -> int:
 
 
 def part_stem(index: int) -> str:
+    """The five-digit name of partition ``index`` (``00007``)."""
     return f"{index:05d}"
 
 
 def results_part(folder: str | Path, index: int) -> Path:
+    """The results part of partition ``index``, ``results/part-<index>.parquet``."""
     return Path(folder) / RESULTS_DIR / f"part-{part_stem(index)}.parquet"
 
 
 def part_record_path(folder: str | Path, index: int) -> Path:
+    """The record of a finished partition, ``parts/part-<index>.json``."""
     return Path(folder) / PARTS_DIR / f"part-{part_stem(index)}.json"
 
 
 def verdicts_part(folder: str | Path, index: int) -> Path:
+    """The verdict journal of partition ``index``, ``parts/verdicts-<index>.jsonl``."""
     return Path(folder) / PARTS_DIR / f"verdicts-{part_stem(index)}.jsonl"
 
 

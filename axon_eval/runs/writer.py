@@ -26,7 +26,8 @@ from .rows import SegmentItem, empty_results, results_frame, score_pair
 if TYPE_CHECKING:  # pragma: no cover
     from ..judges.base import JudgeRecord
 
-#: Sub-folders of a run: the results dataset, and the partitions' parts (verdicts, audit, records).
+#: The sub-folder of a run holding its results dataset, and the one holding a partitioned run's parts
+#: (verdicts, audit and records of each partition).
 RESULTS_DIR = "results"
 PARTS_DIR = "parts"
 #: The error text of a segment left unjudged because the ``max_cost_usd`` budget would be exceeded.

@@ -58,7 +58,7 @@ MCNEMAR_EXACT_BELOW = 25
 #: The signed-rank p-value is exact (the permutation distribution given the ranks) up to this many
 #: non-zero differences; above it the normal approximation (tie-corrected) is within about 1e-3.
 SIGNED_RANK_EXACT_MAX = 400
-#: The paired key by default: the same captured segment judged twice.
+#: The default key that pairs two runs (the same captured segment judged twice).
 PAIR_BY = "segment_id"
 
 
