@@ -10,14 +10,21 @@ person reads follows the same rules:
   ``0.61635 -> "0.616"``, ``77.53 -> "77.5"``, ``8.8247 -> "8.82"``, ``12345.6 -> "12,346"``; never
   scientific notation (``4.09e-15 -> "0"``: below the last shown decimal is zero for a reader);
 * a missing value (``None``, ``NaN``, ``pd.NA``) reads as :data:`MISSING` (``"n/a"``) or a caller's
-  phrase such as ``"not reported"``; never ``None`` or ``nan``.
+  phrase such as ``"not reported"``; never ``None`` or ``nan``;
+* an estimate with its interval reads one way everywhere (:func:`fmt_estimate`): ``"77.5 (72.0 to 82.4)"``,
+  the three numbers with the same decimals; shares ``"64% (54% to 73%)"``.
+
+Notebooks show every table through :func:`styled`, a pandas ``Styler`` that applies these rules cell by
+cell (shares as percentages, numbers to three significant digits, an estimate and its bounds merged into
+one ``"77.5 (72.0 to 82.4)"`` column, a missing value as :data:`DASH` with a note under the table,
+columns without any value left out and named in that note).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -29,8 +36,11 @@ SIGNIFICANT_DIGITS = 3
 MAX_DECIMALS = 3
 #: What a missing value reads as.
 MISSING = "n/a"
+#: What a missing value reads as in a notebook table (:func:`styled`), explained in the table's caption.
+DASH = "–"
 #: Column names read as shares (proportions in [0, 1]) by :func:`people_table` unless told otherwise.
-SHARE_COLUMN = re.compile(r"(^|_)(share|shares|accuracy|agreement|rate|in_range|proportion)(_|$)|^share|_share$")
+SHARE_COLUMN = re.compile(r"(^|[_ ])(share|shares|accuracy|agreement|rate|in_range|in range|proportion)([_ ]|$)"
+                          r"|^share|_share$")
 
 
 def is_missing(value: Any) -> bool:
@@ -143,13 +153,16 @@ def fmt_estimate(estimate: Any, low: Any, high: Any, *, share: bool = False, dig
 
 def fmt_interval(low: Any, high: Any, *, share: bool = False, digits: int = SIGNIFICANT_DIGITS,
                  missing: str = "not defined") -> str:
-    """An interval ``"low to high"`` (as shares when ``share``, else with ``digits`` significant digits);
-    ``missing`` when either end is missing."""
+    """An interval ``"low to high"``: as shares when ``share`` (``"54% to 73%"``), else both ends with the
+    same decimals (``digits`` significant digits on the larger, shared trailing zeros dropped:
+    ``"72.0 to 82.4"``, ``"0.50 to 0.74"``); ``missing`` when either end is missing. The interval part of
+    :func:`fmt_estimate`."""
     if is_missing(low) or is_missing(high):
         return missing
     if share:
         return f"{fmt_share(low)} to {fmt_share(high)}"
-    return f"{fmt_number(low, digits)} to {fmt_number(high, digits)}"
+    decimals = _needed((low, high), shared_decimals((low, high), digits))
+    return f"{_fixed(low, decimals)} to {_fixed(high, decimals)}"
 
 
 def fmt_value(value: Any, *, share: bool = False, missing: str = MISSING) -> str:
@@ -159,7 +172,7 @@ def fmt_value(value: Any, *, share: bool = False, missing: str = MISSING) -> str
 
 def is_share_column(name: Any) -> bool:
     """Whether a column name says it holds shares (``share_good``, ``accuracy``, ``in_range_sql_quality``,
-    ``band_agreement``, ``claim_catch_rate``...)."""
+    ``band_agreement``, ``claim_catch_rate``, ``band flip rate (sampled)``...)."""
     return bool(SHARE_COLUMN.search(str(name)))
 
 
@@ -194,3 +207,123 @@ def people_series(values: dict[str, Any], *, shares: Iterable[str] | None = None
     return pd.DataFrame({name: [fmt_share(v, missing=missing) if k in share_keys and not isinstance(v, str)
                                 else fmt_number(v, missing=missing) for k, v in values.items()]},
                         index=list(values))
+
+
+# -- notebook tables ---------------------------------------------------------------------------------------
+#: Suffixes of the columns holding an estimate's lower and upper bound, tried in order for each column
+#: (``kappa`` with ``kappa_lo`` / ``kappa_hi``, ``icc1`` with ``icc1_ci_low`` / ``icc1_ci_high``, ...);
+#: ``estimate`` (or ``value``) also pairs with plain ``lo`` / ``hi`` and ``ci_low`` / ``ci_high``.
+BOUND_SUFFIXES: tuple[tuple[str, str], ...] = (("_lo", "_hi"), ("_ci_low", "_ci_high"), ("_ci_lo", "_ci_hi"),
+                                               ("_low", "_high"))
+
+
+def interval_columns(frame: pd.DataFrame) -> dict[Any, tuple[Any, Any]]:
+    """Estimate column -> (lower, upper) bound columns found in ``frame`` by :data:`BOUND_SUFFIXES`, plus
+    ``estimate``/``value`` with ``lo``/``hi`` or ``ci_low``/``ci_high``; an estimate whose ``<name>_ci``
+    column holds ``[lo, hi]`` pairs maps to ``(<name>_ci, None)``."""
+    cols = list(frame.columns)
+    found: dict[Any, tuple[Any, Any]] = {}
+    for c in cols:
+        if not isinstance(c, str):
+            continue
+        for lo_suffix, hi_suffix in BOUND_SUFFIXES:
+            if f"{c}{lo_suffix}" in cols and f"{c}{hi_suffix}" in cols:
+                found[c] = (f"{c}{lo_suffix}", f"{c}{hi_suffix}")
+                break
+        else:
+            if c in ("estimate", "value"):
+                for lo, hi in (("lo", "hi"), ("ci_low", "ci_high")):
+                    if lo in cols and hi in cols:
+                        found[c] = (lo, hi)
+                        break
+            if c not in found and f"{c}_ci" in cols and frame[f"{c}_ci"].map(
+                    lambda v: isinstance(v, list | tuple | np.ndarray) and len(v) == 2 or is_missing(v)).all():
+                found[c] = (f"{c}_ci", None)
+    return found
+
+
+def _cell(value: Any, *, share: bool, digits: int, missing: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list | tuple | np.ndarray):
+        return ", ".join(_cell(v, share=share, digits=digits, missing=missing) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_cell(v, share=share, digits=digits, missing=missing)}" for k, v in value.items())
+    if share and not isinstance(value, bool | np.bool_) and not is_missing(value):
+        try:
+            return fmt_share(float(value), missing=missing)
+        except (TypeError, ValueError):
+            return str(value)
+    return fmt_number(value, digits, missing=missing)
+
+
+def _label(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return tuple(_label(v) for v in value)
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.integer | np.floating):
+        return value
+    return fmt_number(value)
+
+
+def styled(frame: pd.DataFrame | pd.Series, *, shares: Iterable[Any] | None = None, keep: Iterable[Any] = (),
+           intervals: Mapping[Any, tuple[Any, Any]] | None = None, missing: str = DASH,
+           digits: int = SIGNIFICANT_DIGITS, caption: str | None = None, index: bool | None = None,
+           drop_empty: bool = True) -> Any:
+    """A notebook table as people read it: a pandas ``Styler`` of ``frame`` (a Series becomes one column).
+
+    * every number through :func:`fmt_number` (``digits`` significant digits, no scientific notation),
+      every share through :func:`fmt_share` (``shares``: those columns; default: the columns whose name
+      says so, :func:`is_share_column`; a ``kind`` column reading ``"share"`` makes its row's estimate and
+      bounds shares); booleans read yes/no; lists and mappings are joined; text stays text; ``keep``:
+      columns shown exactly as they are;
+    * an estimate and its bounds become one column ``"<name> (interval)"`` reading
+      ``"77.5 (72.0 to 82.4)"`` (:func:`fmt_estimate`; ``intervals`` maps estimate -> (lower, upper)
+      columns, default :func:`interval_columns`), and the bound columns are left out;
+    * a missing value reads ``missing`` (``"–"``), and the caption says what it means; columns without any
+      value are left out (``drop_empty``) and named in the caption;
+    * numeric row and column labels are formatted too; the default integer index is hidden (``index``:
+      force showing or hiding it).
+    """
+    data = frame.to_frame() if isinstance(frame, pd.Series) else frame.copy()
+    kept = set(keep)
+    notes: list[str] = [caption] if caption else []
+    empty = [c for c in data.columns if c not in kept and data[c].map(is_missing).all()] if drop_empty and len(data) else []
+    if empty:
+        data = data.drop(columns=empty)
+        notes.append("no value in " + ", ".join(str(c) for c in empty) + " (left out)")
+    share_cols = set(shares) if shares is not None else {c for c in data.columns if is_share_column(c)}
+    row_share = (data["kind"].astype(str) == "share").to_numpy() if "kind" in data.columns else np.zeros(len(data), bool)
+    pairs = dict(intervals) if intervals is not None else interval_columns(data)
+    for est, (lo_col, hi_col) in pairs.items():
+        if est not in data.columns or est in kept:
+            continue
+        share = est in share_cols
+        if hi_col is None:
+            bounds = [tuple(v) if isinstance(v, list | tuple | np.ndarray) else (None, None) for v in data[lo_col]]
+        else:
+            bounds = list(zip(data[lo_col], data[hi_col], strict=True))
+        text = [fmt_estimate(v, lo, hi, share=share or bool(rs), digits=digits, missing=missing)
+                for v, (lo, hi), rs in zip(data[est], bounds, row_share, strict=True)]
+        position = list(data.columns).index(est)
+        data = data.drop(columns=[c for c in (est, lo_col, hi_col) if c is not None])
+        data.insert(min(position, len(data.columns)), f"{est} (interval)", text)
+        kept.add(f"{est} (interval)")
+    out = pd.DataFrame(index=data.index)
+    for c in data.columns:
+        if c in kept:
+            out[c] = data[c].map(lambda v: missing if is_missing(v) else v)
+            continue
+        share = c in share_cols
+        out[c] = [_cell(v, share=share or bool(rs) and c in ("estimate", "lo", "hi"), digits=digits, missing=missing)
+                  for v, rs in zip(data[c], row_share, strict=True)]
+    if (out == missing).to_numpy().any():
+        notes.append(f"{missing}: no value (missing, not zero)")
+    out.index = pd.Index([_label(v) for v in out.index], name=out.index.name) if not isinstance(
+        out.index, pd.MultiIndex) else out.index.map(_label)
+    out.columns = pd.Index([_label(v) for v in out.columns], name=out.columns.name) if not isinstance(
+        out.columns, pd.MultiIndex) else out.columns.map(_label)
+    styler = out.style
+    if notes:
+        styler = styler.set_caption("; ".join(notes))
+    hide = (isinstance(frame.index, pd.RangeIndex) and not isinstance(frame, pd.Series)) if index is None else not index
+    return styler.hide(axis="index") if hide else styler

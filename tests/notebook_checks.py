@@ -79,3 +79,34 @@ def unfit_for_people(cell: str) -> bool:
     if re.fullmatch(r"-?[\d,]*\.\d+", cell):
         return len(cell.replace("-", "").replace(",", "").replace(".", "").lstrip("0")) > 3
     return False
+
+
+#: A decimal number no person should be shown in a notebook's printed output: five or more decimals
+#: (``0.586796``, ``77.49896907216494``), i.e. a raw float rather than one formatted by axon_eval.display.
+RAW_FLOAT = r"(?<![\w.])-?\d+\.\d{5,}(?![\w.])"
+
+
+def assert_numbers_for_people(executed: nbformat.NotebookNode) -> None:
+    """Every table the executed notebook shows reads for people (:func:`unfit_for_people` finds no cell,
+    tables are Styler HTML from ``axon_eval.display.styled``), and no printed or displayed text holds a raw
+    float (:data:`RAW_FLOAT`: a study.json dump, an unformatted number)."""
+    import re
+
+    cells = table_cells_for_people(executed)
+    assert cells, "the notebook shows no table"
+    assert [c for c in cells if unfit_for_people(c)] == []
+    texts = []
+    for c in executed.cells:
+        if c.cell_type != "code":
+            continue
+        for o in c.outputs:
+            if o.output_type == "stream":
+                texts.append(o.text)
+            for kind in ("text/plain", "text/markdown"):
+                if kind in o.get("data", {}):
+                    texts.append(o.data[kind])
+    raw = [m.group(0) for text in texts for m in re.finditer(RAW_FLOAT, text)]
+    assert raw == [], f"raw floats in the notebook's output: {raw[:10]}"
+    frames = [o.data["text/html"] for c in executed.cells if c.cell_type == "code" for o in c.outputs
+              if "text/html" in o.get("data", {}) and 'class="dataframe"' in o.data["text/html"]]
+    assert frames == [], "a table shown without axon_eval.display.styled (a raw DataFrame)"

@@ -31,12 +31,12 @@ def test_interval_lines_give_wilson_shares_for_independent_segments():
     poor = next(line for line in lines if line.strip().startswith("share poor"))
     k = int((res["band"] == "poor").sum())
     lo, hi = wilson(k, len(res))
-    m = re.search(r"share poor: ([0-9.]+)% \(([0-9.]+)-([0-9.]+)%\), n=400", poor)
+    m = re.search(r"share poor: ([0-9.]+)% \(([0-9.]+)% to ([0-9.]+)%\), n = 400", poor)
     assert m, poor
     assert float(m.group(1)) == pytest.approx(100 * k / 400, abs=0.5)
     assert float(m.group(2)) == pytest.approx(100 * lo, rel=0.05) and float(m.group(3)) == pytest.approx(100 * hi, rel=0.05)
     mean = next(line for line in lines if line.strip().startswith("mean score"))
-    assert f"{res['score'].mean():.1f}" in mean and "n=400" in mean
+    assert f"{res['score'].mean():.1f}" in mean and "n = 400" in mean
 
 
 def test_interval_lines_refuse_mixed_judges_and_skip_unjudged():
@@ -53,5 +53,5 @@ def test_cli_summary_prints_intervals(tmp_path, capsys):
                  "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     for figure in ("mean score", "share good", "share partial", "share poor"):
-        assert re.search(rf"  {figure}: [0-9.]+%? \([0-9.]+-[0-9.]+%?\), n=97 segments", out), figure
+        assert re.search(rf"  {figure}: [0-9.]+%? \([0-9.]+%? to [0-9.]+%?\), n = 97 segments", out), figure
     assert "not judge error" in out

@@ -217,6 +217,7 @@ def test_headline_refuses_mixed_judges_and_formats_for_people():
 
 
 def test_interval_text_never_prints_nan():
-    assert Interval(0.62, 0.55, 0.69, 120, 80, "x").text(share=True) == "62% (55-69%), n=120 segments in 80 turns"
-    assert Interval(71.43, 68.0, 74.9, 5, 5, "x").text() == "71.4 (68.0-74.9), n=5 segments"
+    assert Interval(0.62, 0.55, 0.69, 120, 80, "x").text(share=True) == "62% (55% to 69%), n = 120 segments in 80 turns"
+    assert Interval(71.43, 68.0, 74.9, 5, 5, "x").text() == "71.4 (68.0 to 74.9), n = 5 segments"
+    assert Interval(0.5, 0.5, 0.74, 5, 5, "x").text() == "0.50 (0.50 to 0.74), n = 5 segments"
     assert "nan" not in Interval(3.0, math.nan, math.nan, 1, 1, "x").text()

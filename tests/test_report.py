@@ -565,7 +565,7 @@ def headline_row(page: str, figure: str) -> tuple[str, str, str, str]:
 
 
 def test_the_summary_gives_every_headline_with_its_interval_n_seed_and_what_it_covers(sample_run, tmp_path):
-    from axon_eval.display import fmt_number, fmt_share
+    from axon_eval.display import fmt_interval, fmt_number, fmt_share
     from axon_eval.stats.intervals import INTERVAL_COVERS
 
     page = write_report(sample_run.run_dir, output=tmp_path / "r.html").read_text()
@@ -576,16 +576,16 @@ def test_the_summary_gives_every_headline_with_its_interval_n_seed_and_what_it_c
     n, turns = len(seg), seg["turn_id"].nunique()
     assert (n, turns) == (97, 90)  # bundled turns: the resampled unit is the turn, not the segment
     est, lo, hi = plain_cluster_bootstrap(seg["score"], seg["turn_id"])
-    assert headline_row(summary, "mean score") == (fmt_number(est), f"{fmt_number(lo)}–{fmt_number(hi)}", "97", "90")
-    assert f"mean {est:.1f} (95% interval {fmt_number(lo)}–{fmt_number(hi)}, n = 97 segments in 90 turns)" in summary
+    assert headline_row(summary, "mean score") == (fmt_number(est), fmt_interval(lo, hi), "97", "90")
+    assert f"mean {est:.1f} (95% interval {fmt_interval(lo, hi)}, n = 97 segments in 90 turns)" in summary
     good = (seg["band"] == "good").astype(float)
     est, lo, hi = plain_cluster_bootstrap(good, seg["turn_id"])
-    assert headline_row(summary, "share good") == (fmt_share(est), f"{fmt_share(lo)}–{fmt_share(hi)}", "97", "90")
-    assert f'<td class="num">{fmt_share(est)}</td><td class="num">{fmt_share(lo)}–{fmt_share(hi)}</td></tr>' in summary
+    assert headline_row(summary, "share good") == (fmt_share(est), fmt_interval(lo, hi, share=True), "97", "90")
+    assert f'<td class="num">{fmt_share(est)}</td><td class="num">{fmt_interval(lo, hi, share=True)}</td></tr>' in summary
     faithful = seg["answer_faithfulness"].dropna()  # a null is left out, never a 0
     est, lo, hi = plain_cluster_bootstrap(faithful, seg.loc[faithful.index, "turn_id"])
     assert headline_row(summary, "mean answer_faithfulness") == (
-        fmt_number(est), f"{fmt_number(lo)}–{fmt_number(hi)}", str(len(faithful)),
+        fmt_number(est), fmt_interval(lo, hi), str(len(faithful)),
         str(seg.loc[faithful.index, "turn_id"].nunique()))
     for figure in ("share partial", "share poor", "share capped", "mean intent_understood", "mean sql_quality",
                    "mean result_relevance"):
@@ -596,7 +596,7 @@ def test_the_summary_gives_every_headline_with_its_interval_n_seed_and_what_it_c
 def test_one_segment_turns_get_the_wilson_interval_of_statsmodels(sample_run, tmp_path):
     from statsmodels.stats.proportion import proportion_confint
 
-    from axon_eval.display import fmt_share
+    from axon_eval.display import fmt_interval, fmt_share
 
     folder = copy_run(sample_run.run_dir, tmp_path / "flat")
     results = pd.read_parquet(folder / "results")
@@ -607,14 +607,14 @@ def test_one_segment_turns_get_the_wilson_interval_of_statsmodels(sample_run, tm
         k = int((results["band"] == band).sum())
         lo, hi = proportion_confint(k, len(results), alpha=0.05, method="wilson")
         assert headline_row(summary, f"share {band}") == (fmt_share(k / len(results)),
-                                                         f"{fmt_share(lo)}–{fmt_share(hi)}", "97", "97")
+                                                         fmt_interval(lo, hi, share=True), "97", "97")
     assert "<td>share good</td>" in summary and ">wilson<" in summary
 
 
 def test_the_large_runs_headlines_have_intervals_in_bounded_memory(large_report):
     from statsmodels.stats.proportion import proportion_confint
 
-    from axon_eval.display import fmt_share
+    from axon_eval.display import fmt_interval, fmt_share
 
     folder, path, _ = large_report  # memory is asserted by test_large_run_report_memory_stays_bounded
     summary = section(path.read_text(encoding="utf-8"), "Summary")
@@ -622,7 +622,7 @@ def test_the_large_runs_headlines_have_intervals_in_bounded_memory(large_report)
     judged = results[results["status"] == "judged"]
     k = int((judged["band"] == "poor").sum())
     lo, hi = proportion_confint(k, len(judged), alpha=0.05, method="wilson")
-    assert headline_row(summary, "share poor") == (fmt_share(k / len(judged)), f"{fmt_share(lo)}–{fmt_share(hi)}",
+    assert headline_row(summary, "share poor") == (fmt_share(k / len(judged)), fmt_interval(lo, hi, share=True),
                                                    "39,900", "39,900")
     assert headline_row(summary, "mean score")[2:] == ("39,900", "39,900")
 

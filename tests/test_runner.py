@@ -28,7 +28,7 @@ from axon_eval.runs.notebook import (
     run_notebook,
 )
 from axon_eval.runs import file_sha256, load_run
-from tests.notebook_checks import assert_thin_notebook, table_cells_for_people, unfit_for_people
+from tests.notebook_checks import assert_numbers_for_people, assert_thin_notebook, table_cells_for_people, unfit_for_people
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "01_evaluate.ipynb"
@@ -112,6 +112,7 @@ def test_smoke_run_shows_the_band_kappa_first_and_numbers_for_people(smoke_run):
     assert len(cells) > 50 and "64%" not in cells  # shares read as percentages (the smoke run has 9 segments)
     assert any(c.endswith("%") for c in cells)
     assert [c for c in cells if unfit_for_people(c)] == []
+    assert_numbers_for_people(executed)  # every table through display.styled, no raw float printed
     page = (result.run_dir / "report.html").read_text()  # the labels the run recorded are compared there too
     assert page.index("score band vs labels (Cohen&#x27;s kappa)") < page.index("judge verdict vs labels (Cohen&#x27;s")
 
@@ -124,7 +125,7 @@ def test_smoke_run_shows_every_headline_with_its_interval_and_n(smoke_run):
 
     import numpy as np
 
-    from axon_eval.display import fmt_number
+    from axon_eval.display import fmt_interval, fmt_number
     from axon_eval.stats.intervals import INTERVAL_COVERS
     from axon_eval.summaries import segment_table
 
@@ -137,7 +138,8 @@ def test_smoke_run_shows_every_headline_with_its_interval_and_n(smoke_run):
                          if "text/markdown" in o.get("data", {}))
     assert INTERVAL_COVERS in markdown and "2,000 resamples of whole turns, seed 0" in markdown
     rows = {m.group(1): m.groups()[1:] for m in re.finditer(
-        r"<td>([a-z_ ]+)</td>\s*<td>([^<]*)</td>\s*<td>([^<]*)</td>\s*<td>([^<]*)</td>\s*<td>([^<]*)</td>", pages[0])}
+        r"<td[^>]*>([a-z_ ]+)</td>\s*<td[^>]*>([^<]*)</td>\s*<td[^>]*>([^<]*)</td>\s*<td[^>]*>([^<]*)</td>"
+        r"\s*<td[^>]*>([^<]*)</td>", pages[0])}
     assert {"mean score", "share good", "share partial", "share poor", "share capped",
             "mean answer_faithfulness"} <= set(rows)
     seg = segment_table(pd.read_parquet(result.run_dir / "results"))
@@ -149,7 +151,7 @@ def test_smoke_run_shows_every_headline_with_its_interval_and_n(smoke_run):
     sizes = seg.groupby("turn_id")["score"].size().reindex(turns)
     counts = np.random.default_rng(0).multinomial(len(turns), [1 / len(turns)] * len(turns), size=2000)
     lo, hi = np.quantile([(sums * c).sum() / (sizes * c).sum() for c in counts], [0.025, 0.975])
-    assert rows["mean score"] == (fmt_number(seg["score"].mean()), f"{fmt_number(lo)}–{fmt_number(hi)}",
+    assert rows["mean score"] == (fmt_number(seg["score"].mean()), fmt_interval(lo, hi),
                                   str(len(seg)), str(len(turns)))
 
 

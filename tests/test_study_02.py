@@ -27,7 +27,7 @@ from axon_eval.judges.base import Judge, JudgeRecord, Verdict
 from axon_eval.judges.wrappers import NoiseJudge
 from axon_eval.rubric import DIMENSIONS, Rubric
 from axon_eval.runs.notebook import check_parameters, load_params_files, notebook_parameters, run_notebook
-from tests.notebook_checks import assert_thin_notebook, run_smoke
+from tests.notebook_checks import assert_numbers_for_people, assert_thin_notebook, run_smoke
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "02_weight_sensitivity.ipynb"
@@ -210,3 +210,10 @@ def test_explicit_source_run_with_a_reordering_pair(tmp_path, monkeypatch):
     assert deltas[GOOD] == pytest.approx(10 * (0.35 * 10 + 0.25 * 10 + 0.25 * 10 + 0.15 * 0) - 80.0)  # 80 -> 85
     assert deltas[POOR] == pytest.approx(10 * (0.35 * 0 + 0.25 * 0 + 0.25 * 10 + 0.15 * 10) - 45.0)  # 45 -> 40
     assert cand["n_band_changes"] == 0 and cand["mean_delta"] == pytest.approx(0.0)  # +5 and -5; 5s stay 50
+
+
+@pytest.mark.slow
+def test_smoke_run_tables_and_printed_figures_read_for_people(smoke_run):
+    """Every table through axon_eval.display.styled, no raw float printed (no study.json dump)."""
+    _, result = smoke_run
+    assert_numbers_for_people(nbformat.read(result.notebook_path, as_version=4))

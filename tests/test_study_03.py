@@ -32,7 +32,7 @@ from axon_eval.stats.noise import (
     noise_study_judge,
     samples_from_results,
 )
-from tests.notebook_checks import assert_thin_notebook, run_smoke
+from tests.notebook_checks import assert_numbers_for_people, assert_thin_notebook, run_smoke
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "03_judge_noise.ipynb"
@@ -267,3 +267,10 @@ def test_a_claude_judge_runs_through_message_batches_with_the_cost_printed_first
     for name in NOISE_FIGURES:
         assert not Image.open(folder / "figures" / name).text["Title"].startswith("SIMULATED")
     assert not math.isnan(pd.read_parquet(folder / "samples.parquet")["input_tokens"].sum())
+
+
+@pytest.mark.slow
+def test_smoke_run_tables_and_printed_figures_read_for_people(smoke_run):
+    """Every table through axon_eval.display.styled, no raw float printed (no study.json dump)."""
+    _, result, _ = smoke_run
+    assert_numbers_for_people(nbformat.read(result.notebook_path, as_version=4))

@@ -18,7 +18,7 @@ from axon_eval import reporting as plots
 from axon_eval.runs.notebook import check_parameters, load_params_files, notebook_parameters
 from axon_eval.runs import file_sha256
 from axon_eval.stats.horizon import BY_HORIZON_KEYS, STUDY_NAME
-from tests.notebook_checks import assert_thin_notebook, run_smoke, table_cells_for_people, unfit_for_people
+from tests.notebook_checks import assert_numbers_for_people, assert_thin_notebook, run_smoke, table_cells_for_people, unfit_for_people
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "04_row_horizon.ipynb"
@@ -171,3 +171,10 @@ def test_second_run_with_the_same_cache_judges_nothing(smoke_runs):
     assert two["by_horizon"] == one["by_horizon"] and two["goal"] == one["goal"]
     cached = pd.read_parquet(second.run_dir / "horizon_results.parquet")
     assert cached["cached"].all()
+
+
+@pytest.mark.slow
+def test_smoke_run_tables_and_printed_figures_read_for_people(smoke_runs):
+    """Every table through axon_eval.display.styled, no raw float printed (no study.json dump)."""
+    _, result, _ = smoke_runs
+    assert_numbers_for_people(nbformat.read(result.notebook_path, as_version=4))

@@ -14,7 +14,7 @@ import pytest
 
 from axon_eval import runs
 from axon_eval.runs.notebook import check_parameters, load_params_files, notebook_parameters
-from tests.notebook_checks import assert_thin_notebook, run_smoke
+from tests.notebook_checks import assert_numbers_for_people, assert_thin_notebook, run_smoke
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "05_calibration.ipynb"
@@ -80,3 +80,10 @@ def test_smoke_run_writes_the_study(smoke_run):
     assert not [o for c in executed.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     page = (folder / f"{STUDY}.html").read_text()
     assert page.count("CONSTRUCTED") >= 5
+
+
+@pytest.mark.slow
+def test_smoke_run_tables_and_printed_figures_read_for_people(smoke_run):
+    """Every table through axon_eval.display.styled, no raw float printed (no study.json dump)."""
+    _, result = smoke_run
+    assert_numbers_for_people(nbformat.read(result.notebook_path, as_version=4))

@@ -21,7 +21,7 @@ from axon_eval import runs
 from axon_eval.calibration import anchors
 from axon_eval.runs.notebook import check_parameters, load_params_files, notebook_parameters, run_notebook
 from axon_eval.stats.drift import THRESHOLDS
-from tests.notebook_checks import assert_thin_notebook
+from tests.notebook_checks import assert_numbers_for_people, assert_thin_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "06_judge_drift.ipynb"
@@ -67,6 +67,7 @@ def check_study(folder: Path) -> dict:
     assert manifest["source_run"] == study["source_run"] and manifest["judge_id"] == study["judge_id"]
     assert any(k.endswith("thresholds.yaml") for k in manifest["input_files"])
     executed = nbformat.read(folder / f"{STUDY}.ipynb", as_version=4)
+    assert_numbers_for_people(executed)  # tables through display.styled, no raw float printed
     assert not [o for c in executed.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     return study
 

@@ -25,7 +25,7 @@ from axon_eval import runs
 from axon_eval.rubric import DIMENSIONS, Rubric
 from axon_eval.runs.notebook import check_parameters, load_params_files, notebook_parameters
 from axon_eval.stats.recalibration import DO_NOT_ADOPT
-from tests.notebook_checks import assert_thin_notebook, run_smoke
+from tests.notebook_checks import assert_numbers_for_people, assert_thin_notebook, run_smoke
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "07_weight_recalibration.ipynb"
@@ -143,3 +143,10 @@ def test_smoke_run_proposals_load_as_rubrics_that_extend_axon_v1(smoke_run):
         assert not (package / "rubrics" / path.name).exists()
     # two folders in all: the study and its source run (nothing written elsewhere)
     assert len([p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")]) == 2
+
+
+@pytest.mark.slow
+def test_smoke_run_tables_and_printed_figures_read_for_people(smoke_run):
+    """Every table through axon_eval.display.styled, no raw float printed (no study.json dump)."""
+    _, result = smoke_run
+    assert_numbers_for_people(nbformat.read(result.notebook_path, as_version=4))

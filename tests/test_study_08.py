@@ -11,7 +11,7 @@ import pytest
 
 from axon_eval import runs
 from axon_eval.runs.notebook import check_parameters, load_params_files, notebook_parameters, run_notebook
-from tests.notebook_checks import assert_thin_notebook
+from tests.notebook_checks import assert_numbers_for_people, assert_thin_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "08_reference_grading.ipynb"
@@ -68,6 +68,7 @@ def test_smoke_run_writes_the_study(tmp_path, monkeypatch):
     assert (tmp_path / ".cache" / "verdicts.sqlite").is_file()
     assert json.loads((result.run_dir / "agreement.json").read_text())["heldout"]["false_pass"] == 0
     executed = nbformat.read(result.run_dir / f"{STUDY}.ipynb", as_version=4)
+    assert_numbers_for_people(executed)  # tables through display.styled, no raw float printed
     assert not [o for c in executed.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     page = (result.run_dir / f"{STUDY}.html").read_text()
     assert "no such column: returned_units" in page and "out_of_tolerance" in page

@@ -14,13 +14,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import nbformat
 import pytest
 
 from axon_eval import runs
 from axon_eval.calibration import labelling
 from axon_eval.runs.notebook import check_parameters, load_params_files, notebook_parameters
 from axon_eval.stats import agreement
-from tests.notebook_checks import assert_thin_notebook, markdown_text, run_smoke
+from tests.notebook_checks import assert_numbers_for_people, assert_thin_notebook, markdown_text, run_smoke
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "09_corrected_estimates.ipynb"
@@ -28,7 +29,7 @@ SMOKE = ROOT / "notebooks" / "params" / "09_smoke.yaml"
 NB05, SMOKE05 = ROOT / "notebooks" / "05_calibration.ipynb", ROOT / "notebooks" / "params" / "05_smoke.yaml"
 STUDY = "09_corrected_estimates"
 PARAMETERS = {"source_run": None, "labels": "data/turns/labels.csv", "n_labelled": 30, "confidence": 0.95,
-              "seed": 0, "n_boot": 2000, "calibration": None, "trend_runs": None, "run_dir": None}
+              "seed": 0, "n_boot": None, "calibration": None, "trend_runs": None, "run_dir": None}
 ISSUE_KEYS = {"study", "simulated", "source_run", "labels", "n_labelled", "n_unlabelled", "naive", "labels_only",
               "ppi", "effective_labels", "calibration", "claims_allowed"}
 CORRECTED = ["mean score", "share good", "share partial", "share poor", "mean intent_understood",
@@ -47,7 +48,8 @@ def test_notebook_has_one_parameters_cell_no_outputs_and_no_definitions():
 def test_smoke_parameters_are_notebook_parameters_and_small():
     params = load_params_files([SMOKE])
     check_parameters(NOTEBOOK, params, notebook_parameters(NOTEBOOK))
-    assert params["n_boot"] <= 300 and params["source_run"] is None and params["n_labelled"] == 30
+    # no n_boot: the headline intervals take the package's one default, the report's (the same interval everywhere)
+    assert "n_boot" not in params and params["source_run"] is None and params["n_labelled"] == 30
 
 
 @pytest.fixture(scope="module")
@@ -145,3 +147,11 @@ def test_smoke_run_writes_the_study(smoke_run):
     assert {"corrected_estimates.png", "trend.png"} <= {p.name for p in (folder / "figures").glob("*.png")}
     page = (folder / f"{STUDY}.html").read_text()
     assert page.count("CONSTRUCTED") >= 3
+
+
+@pytest.mark.slow
+def test_smoke_run_tables_and_printed_figures_read_for_people(smoke_run):
+    """Every table through axon_eval.display.styled, no raw float printed (no study.json dump)."""
+    _, r05, result = smoke_run
+    assert_numbers_for_people(nbformat.read(r05.notebook_path, as_version=4))
+    assert_numbers_for_people(nbformat.read(result.notebook_path, as_version=4))

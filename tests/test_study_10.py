@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import nbformat
 import pytest
 from scipy.stats import trim_mean
 from sklearn.metrics import cohen_kappa_score
@@ -31,7 +32,7 @@ from axon_eval.runs.manifest import RunManifest
 from axon_eval.runs.members import estimate_member_runs, members_from_runs
 from axon_eval.scoring import score_turn
 from axon_eval.stats.panels import prepare_members, simulated_members
-from tests.notebook_checks import assert_thin_notebook, markdown_text, run_smoke
+from tests.notebook_checks import assert_numbers_for_people, assert_thin_notebook, markdown_text, run_smoke
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "10_panel_design.ipynb"
@@ -368,3 +369,10 @@ def test_smoke_run_writes_the_study(smoke_run):
     page = (folder / f"{STUDY}.html").read_text()
     assert page.count("SIMULATED") >= 5
     assert ">nan<" not in page and ">None<" not in page  # tables read for people
+
+
+@pytest.mark.slow
+def test_smoke_run_tables_and_printed_figures_read_for_people(smoke_run):
+    """Every table through axon_eval.display.styled, no raw float printed (no study.json dump)."""
+    _, result = smoke_run
+    assert_numbers_for_people(nbformat.read(result.notebook_path, as_version=4))

@@ -229,6 +229,21 @@ def study_headlines(record: Mapping[str, Any]) -> list[str]:
     return [prefix + headline_text(record, h) for h in heads]
 
 
+def format_study(study: str | Path | Mapping[str, Any]) -> list[str]:
+    """A short summary of a ``study.json`` (a path, or the record) for a notebook to print instead of the
+    raw record: its headline lines (:func:`study_headlines`, formatted by :mod:`axon_eval.display`), the
+    source run, and the keys the file holds (the full record stays in the file)."""
+    import json
+
+    record = study if isinstance(study, Mapping) else json.loads(Path(study).read_text(encoding="utf-8"))
+    lines = [f"study {record.get('study')}" + (" (SIMULATED)" if record.get("simulated") else ""),
+             *(f"  {line}" for line in study_headlines(record))]
+    if record.get("source_run"):
+        lines.append(f"  source run: {record['source_run']}")
+    lines.append("  keys: " + ", ".join(str(k) for k in record))
+    return lines
+
+
 def rubric_name_for(rubric_id: str | None, source_run: str | Path | None = None) -> str | None:
     """The name of the rubric with id ``rubric_id``: the source run's when it used that rubric, else the
     packaged rubric with that id (``axon_eval/rubrics/*.yaml``), else ``None``."""

@@ -29,7 +29,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..stats.intervals import CONFIDENCE, INTERVAL_COVERS, N_BOOT, SEED, format_value, headline_table
+from ..display import fmt_estimate
+from ..stats.intervals import CONFIDENCE, INTERVAL_COVERS, N_BOOT, SEED, headline_table
 from ..summaries import MixedResultsError
 from .disclosure import judge_disclosure
 from .io import results_files
@@ -199,15 +200,12 @@ def trend(run_dirs: Iterable[str | Path], *, by: str | None = None, allow_mixed:
 
 def wide(table: pd.DataFrame, figures: Sequence[str] = ("mean score", "share good", "share partial", "share poor")) -> pd.DataFrame:
     """A table for people: one row per run (and group), one column per figure as ``estimate (lo to hi)``
-    (shares as percentages), n, and ``judge_disclosure`` (``"SIMULATED"``, ``"local server, not the
-    provider"``, both, or ``""``) when the trend carries it."""
+    (:func:`axon_eval.display.fmt_estimate`, as every headline reads; shares as percentages), n, and
+    ``judge_disclosure`` (``"SIMULATED"``, ``"local server, not the provider"``, both, or ``""``) when the
+    trend carries it."""
     keys = [c for c in ("run_dir", "run_id", "run_date", *TREND_BY) if c in table.columns]
     sel = table[table["figure"].isin(figures)].copy()
-    sel["text"] = [
-        (f"{format_value(r.estimate, share=r.kind == 'share')} ({format_value(r.lo, share=r.kind == 'share')} to "
-         f"{format_value(r.hi, share=r.kind == 'share')})") if pd.notna(r.lo) and pd.notna(r.hi)
-        else format_value(r.estimate, share=r.kind == "share")
-        for r in sel.itertuples(index=False)]
+    sel["text"] = [fmt_estimate(r.estimate, r.lo, r.hi, share=r.kind == "share") for r in sel.itertuples(index=False)]
     out = sel.pivot_table(index=keys, columns="figure", values="text", aggfunc="first", sort=False)[list(figures)]
     n = sel[sel["figure"] == figures[0]].set_index(keys)["n"]
     out["n"] = n

@@ -7,6 +7,9 @@
   for shares of independent units);
 * **judge only / labels only / PPI** side by side
   (:func:`axon_eval.stats.ppi.corrected_estimates`), with the effective number of labels PPI was worth;
+  the judge-only figure is the run's own headline and carries its one interval, the naive (clustered) one
+  (:func:`with_headline_intervals`), so a headline reads the same here as in the report, notebook 01
+  and ``trend``;
   a stratified labelling sample is weighted by its design weights ``N_h / n_h`` (weighted PPI++);
 * **full labels**: when every judged segment has a label (the constructed labels are a census), the
   labels-only mean over all of them, the value the estimates from the subset are aiming at;
@@ -135,6 +138,19 @@ class CorrectedStudy:
         }
 
 
+def with_headline_intervals(corrected: pd.DataFrame, naive: pd.DataFrame) -> pd.DataFrame:
+    """``corrected`` (:func:`~axon_eval.stats.ppi.corrected_estimates`) with each figure's judge-only
+    bounds replaced by the run's headline interval for that figure (``naive``:
+    :func:`~axon_eval.stats.intervals.headline_table`, turns resampled), so the judge's figure has one
+    interval everywhere; the estimate is the same figure over the same judged segments."""
+    out = corrected.copy()
+    by = naive.set_index("figure")
+    known = out["figure"].isin(by.index)
+    for end in ("lo", "hi"):
+        out.loc[known, f"judge_{end}"] = out.loc[known, "figure"].map(by[end]).astype(float)
+    return out
+
+
 def corrected_study(results_df: pd.DataFrame, labels: pd.DataFrame, *, rubric: Any = None,
                     labelled_ids: Sequence[str] | None = None, design: pd.DataFrame | None = None,
                     calibration: CalibrationRecord | None = None, manifest: Mapping[str, Any] | Any | None = None,
@@ -186,7 +202,8 @@ def corrected_study(results_df: pd.DataFrame, labels: pd.DataFrame, *, rubric: A
         notes.append("no run manifest given: the calibration record could not be checked for staleness")
     claims_allowed, reasons = calibration_status(calibration, manifest)
     claims_text = claims_verdict(calibration, [])[1] if claims_allowed else f"{NOT_ALLOWED}: " + "; ".join(reasons)
-    table = corrected_estimates(judge_all, human, weight_col=weight_col, stratum_col=stratum_col, confidence=confidence)
+    table = with_headline_intervals(corrected_estimates(judge_all, human, weight_col=weight_col,
+                                                        stratum_col=stratum_col, confidence=confidence), naive)
     notes.extend(table.attrs.get("notes", []))
     design_text = table.attrs["design"]
     n_lab = len(set(human["segment_id"]) & judged_ids)
@@ -203,10 +220,10 @@ def corrected_study(results_df: pd.DataFrame, labels: pd.DataFrame, *, rubric: A
 
 
 def side_by_side(study: CorrectedStudy) -> pd.DataFrame:
-    """A table for people: one row per corrected figure with the naive (clustered) interval, judge only,
-    labels only, PPI and the full-label value, as text (shares as percentages), the effective labels, and
-    the SIMULATED coverage of the PPI interval at the nearest simulated n."""
-    from .intervals import format_value
+    """A table for people: one row per corrected figure with the judge-only figure and its headline
+    (clustered) interval, labels only, PPI and the full-label value, as text (shares as percentages), the
+    effective labels, and the SIMULATED coverage of the PPI interval at the nearest simulated n."""
+    from ..display import fmt_estimate, fmt_value
 
     weighted = study.design == WEIGHTED_DESIGN
 
@@ -221,18 +238,17 @@ def side_by_side(study: CorrectedStudy) -> pd.DataFrame:
             if not math.isfinite(est):
                 return "-"
             if not (math.isfinite(lo) and math.isfinite(hi)):
-                return format_value(est, share=share)
-            return f"{format_value(est, share=share)} ({format_value(lo, share=share)} to {format_value(hi, share=share)})"
+                return fmt_value(est, share=share)
+            return fmt_estimate(est, lo, hi, share=share)
 
         nv = naive.loc[r.figure]
         full = None if study.full_labels is None else study.full_labels.get(r.figure)
         rows.append({
             "figure": r.figure,
-            "naive (turns resampled)": iv(nv["estimate"], nv["lo"], nv["hi"]),
-            "judge only": iv(r.judge_estimate, r.judge_lo, r.judge_hi),
+            "judge only (the run's headline, turns resampled)": iv(nv["estimate"], nv["lo"], nv["hi"]),
             "labels only": iv(r.labels_estimate, r.labels_lo, r.labels_hi),
             "PPI++": iv(r.ppi_estimate, r.ppi_lo, r.ppi_hi),
-            "all labels": "-" if full is None or not math.isfinite(full) else format_value(full, share=share),
+            "all labels": "-" if full is None or not math.isfinite(full) else fmt_value(full, share=share),
             "n labelled": r.n_labelled,
             "effective labels": "-" if not math.isfinite(r.effective_labels) else f"{r.effective_labels:.0f}",
             "PPI coverage (SIMULATED)": "-" if not math.isfinite(r.simulated_coverage) else

@@ -102,19 +102,17 @@ class Interval:
         return asdict(self)
 
     def text(self, *, share: bool = False, unit: str = "segments") -> str:
-        """For people: ``"62% (55-69%), n=120 segments"``; means as ``"71.4 (68.0-74.9), n=120 ..."``.
+        """For people, the way every headline reads (:func:`axon_eval.display.fmt_estimate`):
+        ``"62% (55% to 69%), n = 120 segments"``; a mean ``"71.4 (68.0 to 74.9), n = 120 segments in 90
+        turns"`` (the turns named when they differ from ``n``). Shares are percentages; the estimate and its
+        bounds share their decimals; a missing bound reads ``"no interval"`` (never ``nan``)."""
+        from ..display import fmt_estimate, fmt_number
 
-        Shares are percentages; 2-3 significant digits; a missing bound reads ``"no interval"`` (never
-        ``nan``); ``n_clusters`` is named when it differs from ``n``.
-        """
-        est = format_value(self.estimate, share=share)
+        shown = fmt_estimate(self.estimate, self.lo, self.hi, share=share)
         if math.isnan(self.lo) or math.isnan(self.hi):
-            bounds = "no interval"
-        else:
-            lo = format_value(self.lo, share=share)
-            bounds = f"{lo.removesuffix('%') if share else lo}-{format_value(self.hi, share=share)}"
-        clusters = f" in {self.n_clusters} turns" if self.n_clusters != self.n else ""
-        return f"{est} ({bounds}), n={self.n} {unit}{clusters}"
+            shown += " (no interval)"
+        clusters = f" in {fmt_number(self.n_clusters)} turns" if self.n_clusters != self.n else ""
+        return f"{shown}, n = {fmt_number(self.n)} {unit}{clusters}"
 
 
 def format_value(x: float, *, share: bool = False) -> str:
@@ -426,13 +424,14 @@ def headline_table(results_df: pd.DataFrame, rubric: Rubric | None = None, *, cl
 
 
 def interval_text(lo: float, hi: float, *, share: bool = False, note: str = "") -> str:
-    """Bounds for people with :mod:`axon_eval.display`: ``"55%–69%"`` for a share, ``"68.0–74.9"`` for a
-    mean (an en dash between them); a missing bound reads ``"no interval"`` and the note, never ``nan``."""
-    from ..display import fmt_value, is_missing
+    """Bounds for people (:func:`axon_eval.display.fmt_interval`): ``"55% to 69%"`` for a share,
+    ``"68.0 to 74.9"`` for a mean (both ends with the same decimals); a missing bound reads ``"no
+    interval"`` and the note, never ``nan``."""
+    from ..display import fmt_interval, is_missing
 
     if is_missing(lo) or is_missing(hi):
         return "no interval" + (f" ({note})" if note else "")
-    return f"{fmt_value(lo, share=share)}–{fmt_value(hi, share=share)}"
+    return fmt_interval(lo, hi, share=share)
 
 
 def format_headline_table(table: pd.DataFrame) -> pd.DataFrame:

@@ -92,7 +92,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .intervals import CONFIDENCE, HEADLINE_FIGURES, Interval, figure_values, format_value, z_value
+from .intervals import CONFIDENCE, HEADLINE_FIGURES, Interval, figure_values, z_value
 
 #: What the three side-by-side intervals cover, in one sentence.
 PPI_COVERS = ("The labels-only and PPI intervals cover the sampling of turns and of the labelled subset, for "
@@ -627,6 +627,8 @@ def corrected_estimates(judge_all: pd.DataFrame, human_labelled: pd.DataFrame, *
 def format_corrected(table: pd.DataFrame) -> list[str]:
     """One line per figure of :func:`corrected_estimates` for people (shares as percentages), each with
     the SIMULATED coverage its intervals had at the nearest simulated n."""
+    from ..display import fmt_estimate
+
     lines = []
     for r in table.itertuples(index=False):
         share = r.kind == "share"
@@ -635,9 +637,7 @@ def format_corrected(table: pd.DataFrame) -> list[str]:
             est, lo, hi = (getattr(r, f"{prefix}_{k}") for k in ("estimate", "lo", "hi"))
             if math.isnan(est):
                 return "-"
-            lo_s = format_value(lo, share=share)
-            return f"{format_value(est, share=share)} ({lo_s.removesuffix('%') if share else lo_s}-" \
-                   f"{format_value(hi, share=share)})"
+            return fmt_estimate(est, lo, hi, share=share)
 
         eff = "" if math.isnan(r.effective_labels) else (f"; PPI is as precise as {r.effective_labels:.0f} labels "
                                                            f"alone ({r.n_labelled} labelled)")
