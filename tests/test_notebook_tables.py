@@ -72,6 +72,13 @@ def test_styled_merges_named_bounds_and_pairs_and_formats_labels():
     assert display.fmt_estimate(-10.2165, -13.1423, -7.0657) == "-10.2 (-13.1 to -7.1)"
 
 
+def test_the_gate_message_reads_its_interval_the_same_way():
+    from axon_eval.stats.agreement import Estimate, calibration_gate
+
+    gate = calibration_gate(Estimate("kappa", 0.616348, (0.485523, 0.739028), 97, "BCa", 0.95, 2000, 0))
+    assert "kappa = 0.616, 95% CI 0.486 to 0.739 (BCa), n = 97 segments" in gate.message
+
+
 # -- every notebook shows its tables through styled ---------------------------------------------------------
 def _called(node: ast.AST) -> str:
     func = node.func if isinstance(node, ast.Call) else None

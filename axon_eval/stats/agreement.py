@@ -658,8 +658,10 @@ def calibration_gate(estimate: Estimate, *, threshold: float = GATE_THRESHOLD) -
     lo, hi = estimate.ci
     passed = bool(np.isfinite(lo) and lo >= threshold)
     pct = f"{estimate.confidence:.0%}"
+    from ..display import fmt_interval
+
     val = "undefined" if not np.isfinite(estimate.value) else f"{estimate.value:.3f}"
-    ci = "undefined" if not np.isfinite(lo) else f"[{lo:.3f}, {hi:.3f}]"
+    ci = "undefined" if not np.isfinite(lo) else fmt_interval(lo, hi)
     if passed:
         why = f"its lower bound {lo:.3f} clears {threshold:g}"
     elif not np.isfinite(lo):

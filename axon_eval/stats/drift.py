@@ -361,9 +361,9 @@ class JudgeDrift:
 
     def format(self) -> str:
         """A plain-text summary for the terminal."""
+        from ..display import fmt_estimate, fmt_interval, fmt_number
+
         sim = "SIMULATED candidate judge. " if self.simulated else ""
-        ci = (f" ({self.confidence:.0%} CI {self.mean_delta_ci[0]:+.2f} to {self.mean_delta_ci[1]:+.2f})"
-              if self.mean_delta_ci else "")
         p = "n/a (no score changed)" if self.wilcoxon_p is None else f"{self.wilcoxon_p:.3g}"
         ba = self.bland_altman
         lines = [f"{sim}anchor:    {self.anchor_run}  [{self.anchor_judge_id}]",
@@ -371,10 +371,12 @@ class JudgeDrift:
                  (f"compared: {self.n_compared} of {self.n_anchor} anchor segments; unjudged {self.n_unjudged}, "
                   f"unmatched {self.n_unmatched}")]
         if self.mean_delta is not None:
-            lines.append(f"mean delta candidate - anchor: {self.mean_delta:+.2f} points{ci}; Wilcoxon p = {p}")
+            shown = fmt_estimate(self.mean_delta, *(self.mean_delta_ci or (None, None)))
+            level = f" ({self.confidence:.0%} interval)" if self.mean_delta_ci else ""
+            lines.append(f"mean delta candidate - anchor: {shown} points{level}; Wilcoxon p = {p}")
         if ba.lower is not None:
-            lines.append(f"Bland-Altman: bias {ba.bias:+.2f}, limits of agreement {ba.lower:+.2f} to {ba.upper:+.2f} "
-                         f"points (bias -+ 1.96 SD, SD {ba.sd:.2f})")
+            lines.append(f"Bland-Altman: bias {fmt_number(ba.bias)}, limits of agreement {fmt_interval(ba.lower, ba.upper)} "
+                         f"points (bias -+ 1.96 SD, SD {fmt_number(ba.sd)})")
         lines.append(f"band changes: {self.n_band_changes} of {self.n_compared}")
         lines.append("band transitions (rows anchor, columns candidate):")
         lines.extend("  " + line for line in self.transitions.to_string().splitlines())
@@ -383,7 +385,7 @@ class JudgeDrift:
             if r.mean_delta is None or (isinstance(r.mean_delta, float) and math.isnan(r.mean_delta)):
                 lines.append(f"  {r.dimension}: n/a")
             else:
-                lines.append(f"  {r.dimension}: {r.mean_delta:+.3f} (CI {r.ci_low:+.3f} to {r.ci_high:+.3f}, n {r.n})")
+                lines.append(f"  {r.dimension}: {fmt_estimate(r.mean_delta, r.ci_low, r.ci_high)}, n = {r.n}")
         lines.extend(f"note: {n}" for n in self.notes)
         lines.append(self.decision.format())
         return "\n".join(lines)
