@@ -15,8 +15,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
-import time
 from contextlib import redirect_stdout
 from pathlib import Path
 
@@ -24,55 +22,15 @@ import pandas as pd
 import pytest
 
 from axon_eval.cli import main
-from axon_eval.judges.fake_server import FakeJudgeServer, default_responder
 from axon_eval.runs import CACHE_ENV, RUNS_DIR_ENV
+
+from .held_server import HeldServer
 
 ROOT = Path(__file__).resolve().parents[1]
 TURNS = ROOT / "data" / "turns" / "sample_turns.jsonl"
 LIMIT = 20  # valid turns judged (their segments are the run's total)
 K = 3  # judgements answered before the interrupt
 CONCURRENCY = 4
-
-
-class HeldServer:
-    """A fake judge server answering the first ``answered`` message requests and holding the rest until
-    :meth:`release`; :meth:`wait_for` waits until ``n`` message requests have arrived."""
-
-    def __init__(self, answered: int) -> None:
-        self.answered = answered
-        self.arrived = 0
-        self.lock = threading.Lock()
-        self.changed = threading.Condition(self.lock)
-        self.released = threading.Event()
-        self.server = FakeJudgeServer(responder=self.respond, lifetime_s=300)
-
-    def respond(self, path: str, body: dict) -> tuple[int, dict[str, str], object]:
-        with self.changed:
-            self.arrived += 1
-            position = self.arrived
-            self.changed.notify_all()
-        if position > self.answered:
-            self.released.wait(60)
-        return default_responder(path, body)
-
-    def wait_for(self, n: int, timeout: float = 120.0) -> None:
-        deadline = time.monotonic() + timeout
-        with self.changed:
-            while self.arrived < n:
-                left = deadline - time.monotonic()
-                assert left > 0, f"only {self.arrived} of {n} requests arrived"
-                self.changed.wait(left)
-
-    def release(self) -> None:
-        self.released.set()
-
-    def __enter__(self) -> HeldServer:
-        self.server.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-        self.server.stop()
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
@@ -137,7 +95,7 @@ def test_ctrl_c_during_evaluate_prints_one_line_keeps_the_folder_and_records_wha
     total = _segments_within_limit(tmp_path)
     assert total > CONCURRENCY + K
     with HeldServer(answered=K) as held:
-        spec = f"anthropic:claude-haiku-4-5@{held.server.url}"
+        spec = f"anthropic:claude-haiku-4-5@{held.url}"
         command = ["evaluate", "--turns", str(TURNS), "--judge", spec, "--limit", str(LIMIT),
                    "--concurrency", str(CONCURRENCY), "--quiet"]
         code, out, err = _interrupt(command, held, tmp_path)
@@ -168,7 +126,7 @@ def test_ctrl_c_during_evaluate_prints_one_line_keeps_the_folder_and_records_wha
 def test_ctrl_c_during_a_notebook_run_interrupts_the_kernel_and_names_the_folder(tmp_path):
     total = _segments_within_limit(tmp_path)
     with HeldServer(answered=K) as held:
-        command = ["run", "notebooks/01_evaluate.ipynb", "-p", "judge", f"anthropic:claude-haiku-4-5@{held.server.url}",
+        command = ["run", "notebooks/01_evaluate.ipynb", "-p", "judge", f"anthropic:claude-haiku-4-5@{held.url}",
                    "-p", "limit", str(LIMIT), "--quiet"]
         # the notebook judges with the default concurrency (8)
         held_concurrency = 8

@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -19,7 +18,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from contextlib import redirect_stdout
 from pathlib import Path
 
@@ -29,9 +27,10 @@ import pytest
 from axon_eval import runs
 from axon_eval.cli import main
 from axon_eval.evidence import plan_byte_ranges
-from axon_eval.judges.fake_server import FakeJudgeServer, _error, default_responder
 from axon_eval.runs import CACHE_ENV, RUNS_DIR_ENV
 from axon_eval.runs.partitioned import cross_partition_duplicates, scan_partition
+
+from .held_server import HeldServer
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "turns" / "sample_turns.jsonl"
@@ -105,58 +104,6 @@ def test_a_limit_takes_the_first_valid_turns_of_the_file(tmp_path):
     pd.testing.assert_frame_equal(sorted_results(runs.load_run(parted.run_dir)), sorted_results(single))
 
 
-class CountingServer:
-    """A fake judge server that delivers verdicts as the default responder does, counting them per view,
-    and can hold requests: while held, requests wait; on :meth:`release` the held ones get an overloaded
-    error (no verdict: nothing paid) and every later request is answered."""
-
-    def __init__(self, answer_first: int | None = None) -> None:
-        self.answer_first = answer_first
-        self.lock = threading.Condition()
-        self.arrived = 0
-        self.delivered: dict[str, int] = {}
-        self.released = threading.Event()
-        self.server = FakeJudgeServer(responder=self.respond, lifetime_s=600)
-
-    @staticmethod
-    def view_of(body: dict) -> str:
-        return hashlib.sha256(json.dumps(body.get("messages"), sort_keys=True).encode()).hexdigest()
-
-    def respond(self, path: str, body: dict):
-        with self.lock:
-            self.arrived += 1
-            position = self.arrived
-            self.lock.notify_all()
-        if self.answer_first is not None and position > self.answer_first and not self.released.is_set():
-            self.released.wait(120)
-            return _error(529, "overloaded_error", "held by the test: no verdict")
-        status, headers, payload = default_responder(path, body)
-        if status == 200:
-            with self.lock:
-                key = self.view_of(body)
-                self.delivered[key] = self.delivered.get(key, 0) + 1
-        return status, headers, payload
-
-    def wait_for(self, n: int, timeout: float = 180.0) -> None:
-        deadline = time.monotonic() + timeout
-        with self.lock:
-            while self.arrived < n:
-                left = deadline - time.monotonic()
-                assert left > 0, f"only {self.arrived} of {n} requests arrived"
-                self.lock.wait(left)
-
-    def release(self) -> None:
-        self.released.set()
-
-    def __enter__(self) -> CountingServer:
-        self.server.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-        self.server.stop()
-
-
 def _env(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_", "DASK_"))}
     env.update({RUNS_DIR_ENV: str(tmp_path / "runs"), CACHE_ENV: str(tmp_path / "cache.sqlite"),
@@ -170,11 +117,11 @@ def test_a_killed_worker_is_rescheduled_and_nothing_is_lost_or_paid_twice(tmp_pa
     for k, v in _env(tmp_path).items():
         monkeypatch.setenv(k, v)
     answered = 4
-    with CountingServer(answer_first=answered) as server, \
+    with HeldServer(answered, on_release="overloaded") as server, \
             LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                          memory_limit=0) as cluster, Client(cluster) as client:
         pids = client.run(os.getpid)
-        spec = f"anthropic:claude-haiku-4-5@{server.server.url}"
+        spec = f"anthropic:claude-haiku-4-5@{server.url}"
         done: dict = {}
 
         def run() -> None:
@@ -206,8 +153,8 @@ def _index_status(root: Path, folder: Path) -> str:
 
 def test_a_driver_killed_with_sigkill_resumes_in_place_and_pays_no_verdict_twice(tmp_path):
     answered = 6
-    with CountingServer(answer_first=answered) as server:
-        spec = f"anthropic:claude-haiku-4-5@{server.server.url}"
+    with HeldServer(answered, on_release="overloaded") as server:
+        spec = f"anthropic:claude-haiku-4-5@{server.url}"
         command = [sys.executable, "-m", "axon_eval", "evaluate", "--turns", str(SAMPLE), "--judge", spec,
                    "--limit", "30", "--workers", "2", "--partition-bytes", "8000", "--concurrency", "2",
                    "--chunk-size", "2", "--quiet"]
@@ -241,8 +188,8 @@ def test_a_driver_killed_with_sigkill_resumes_in_place_and_pays_no_verdict_twice
 def test_a_budget_holds_across_workers_and_the_run_says_it_stopped(tmp_path, monkeypatch):
     for k, v in _env(tmp_path).items():
         monkeypatch.setenv(k, v)
-    with CountingServer() as server:
-        spec = f"anthropic:claude-haiku-4-5@{server.server.url}"
+    with HeldServer(None) as server:
+        spec = f"anthropic:claude-haiku-4-5@{server.url}"
         full = runs.evaluate(SAMPLE, spec, out_dir=tmp_path / "full", progress=False, cache=False, limit=30,
                              concurrency=2)
         budget = 0.5 * full.manifest.cost_usd

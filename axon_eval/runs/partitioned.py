@@ -548,42 +548,38 @@ def run_partitions(engine: Engine | None, evidence: str | Path, folder: str | Pa
 
     outcomes: list[PartitionOutcome] = []
     summary = None
-    pending = list(ranges)
+
+    def finished(outcome: PartitionOutcome) -> None:
+        nonlocal summary, spent
+        summary = _merge([summary, outcome.summary])  # merged as they come: one summary held
+        outcome.summary = None
+        promised.pop(outcome.index, None)
+        spent += float(outcome.usage.get("cost_usd") or 0.0)
+        outcomes.append(outcome)
+        if bar is not None:
+            bar.update(1)
+        if on_partition is not None:
+            on_partition(outcome, len(outcomes), len(ranges))
+
     try:
         if engine is None:
-            for r in pending:
-                outcome = judge_partition(task(r))
-                summary = _merge([summary, outcome.summary])  # merged as they come: one summary held
-                outcome.summary = None
-                promised.pop(r.index, None)
-                spent += float(outcome.usage.get("cost_usd") or 0.0)
-                outcomes.append(outcome)
-                if bar is not None:
-                    bar.update(1)
-                if on_partition is not None:
-                    on_partition(outcome, len(outcomes), len(ranges))
+            for r in ranges:
+                finished(judge_partition(task(r)))
         else:
             from distributed import as_completed
 
+            def submit(r: ByteRange) -> Any:
+                key = f"axon-partition-{r.index}-{os.getpid()}-{id(futures)}"  # unique per run and driver
+                return engine.client.submit(judge_partition, task(r), pure=False, key=key)
+
             futures = as_completed()
-            for r in pending[:in_flight]:
-                futures.add(engine.client.submit(judge_partition, task(r), pure=False, key=f"axon-partition-{r.index}-{os.getpid()}-{id(futures)}"))
-            queue = pending[in_flight:]
+            queue = list(ranges)
+            while queue and futures.count() < in_flight:
+                futures.add(submit(queue.pop(0)))
             for fut in futures:
-                outcome = fut.result()
-                summary = _merge([summary, outcome.summary])  # merged as they come: one summary held
-                outcome.summary = None
-                promised.pop(outcome.index, None)
-                spent += float(outcome.usage.get("cost_usd") or 0.0)
-                outcomes.append(outcome)
-                if bar is not None:
-                    bar.update(1)
-                if on_partition is not None:
-                    on_partition(outcome, len(outcomes), len(ranges))
+                finished(fut.result())
                 if queue:
-                    r = queue.pop(0)
-                    futures.add(engine.client.submit(judge_partition, task(r), pure=False,
-                                                     key=f"axon-partition-{r.index}-{os.getpid()}-{id(futures)}"))
+                    futures.add(submit(queue.pop(0)))
     finally:
         if bar is not None:
             bar.close()
