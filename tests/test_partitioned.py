@@ -224,3 +224,14 @@ def test_a_large_partitioned_run_is_summarised_from_merged_sums_without_loading_
     memory = headline_table(runs.load_run(folder).results).set_index("figure")
     assert (merged["estimate"] - memory["estimate"]).abs().max() < 1e-9
     assert (merged["n"] == memory["n"]).all() and (merged["n_clusters"] == memory["n_clusters"]).all()
+
+
+def test_a_client_the_notebook_already_made_is_used(tmp_path):
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0",
+                      memory_limit=0) as cluster, Client(cluster):
+        run = runs.evaluate(SAMPLE, "heuristic", out_dir=tmp_path / "runs", progress=False, cache=False, limit=10)
+    assert run.manifest.partitions["engine"] == "dask.distributed" and run.manifest.status == "complete"
+    alone = runs.evaluate(SAMPLE, "heuristic", out_dir=tmp_path / "runs", progress=False, cache=False, limit=10)
+    assert alone.manifest.partitions is None  # the client is closed: one process again

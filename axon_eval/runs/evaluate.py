@@ -268,9 +268,10 @@ def _wants_partitions(opts: EvaluationOptions, turns: Any, judge: Judge) -> bool
     ``$DASK_SCHEDULER_ADDRESS``); refuses what a partitioned run cannot do before anything starts."""
     import os
 
-    from .partitioned import SCHEDULER_ENV
+    from .partitioned import SCHEDULER_ENV, notebook_client
 
-    if opts.workers is None and opts.scheduler is None and opts.client is None and not os.environ.get(SCHEDULER_ENV):
+    if (opts.workers is None and opts.scheduler is None and opts.client is None
+            and not os.environ.get(SCHEDULER_ENV) and notebook_client() is None):
         return False
     if not isinstance(turns, str | Path):
         raise ValueError("a partitioned run (workers, scheduler or client) reads an evidence file: pass its path")

@@ -372,14 +372,33 @@ class Engine:
             self.cluster.close()
 
 
+def notebook_client() -> Any:
+    """The ``distributed.Client`` this process already made (in a notebook: ``Client()`` in a cell), else
+    ``None``. Looked for only when dask.distributed is already imported, so a run that never touched Dask
+    stays single-process and imports nothing."""
+    import sys
+
+    if "distributed" not in sys.modules:
+        return None
+    from distributed import default_client
+
+    try:
+        client = default_client()
+    except ValueError:  # no client made
+        return None
+    return client if getattr(client, "status", "") == "running" else None
+
+
 def connect(workers: int | None = None, scheduler: str | None = None, client: Any = None) -> Engine | None:
-    """The engine of a run: ``client`` (a ``distributed.Client`` the caller made, e.g. in a notebook),
-    else ``scheduler`` (or ``$DASK_SCHEDULER_ADDRESS``: an existing cluster, Slurm/PBS through
-    dask-jobqueue, Kubernetes, Coiled), else ``workers`` worker processes on a new local cluster; ``None``
-    when none is asked (a single-process run)."""
+    """The engine of a run: ``client`` (a ``distributed.Client`` the caller made), else ``scheduler`` (or
+    ``$DASK_SCHEDULER_ADDRESS``: an existing cluster, Slurm/PBS through dask-jobqueue, Kubernetes,
+    Coiled), else ``workers`` worker processes on a new local cluster, else the client this process
+    already made (:func:`notebook_client`); ``None`` when there is none (a single-process run)."""
     scheduler = scheduler or os.environ.get(SCHEDULER_ENV) or None
     if client is None and scheduler is None and workers is None:
-        return None
+        client = notebook_client()
+        if client is None:
+            return None
     try:
         from distributed import Client, LocalCluster
     except ImportError as exc:  # pragma: no cover - dask is a dependency
