@@ -57,6 +57,7 @@ EXTERNAL_SECTIONS = {
     "runs": ("axon_eval.bench.runs", "bench_runs"),
     "estimates": ("axon_eval.bench.estimates", "bench_estimates"),  # SIMULATED PPI coverage, trend over 200 runs
     "partitioned": ("axon_eval.bench.partitioned", "bench_partitioned"),  # Dask workers: speed-up, memory
+    "label_budget": ("axon_eval.bench.label_budget", "bench_label_budget"),  # study 11: planner at 1M segments, SIMULATED study
 }
 
 

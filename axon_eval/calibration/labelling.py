@@ -6,15 +6,27 @@ people before any comparative claim. This module is the edge where people act:
 * :func:`sample_for_labelling` -- a proportional stratified sample of a run's judged segments with a
   minimum per stratum; each sampled segment carries its design weight ``N_h / n_h`` (segments of its
   stratum in the run / sampled from it). Pure: a :class:`LabellingSample`.
+* :func:`draw_design_sample` -- a sample under one of the designs of
+  :mod:`axon_eval.stats.label_budget`: ``uniform``, ``stratified`` (Neyman allocation from the labels so
+  far, else proportional) or ``active`` (inclusion probabilities proportional to an uncertainty signal,
+  :func:`load_signal`), drawn by randomised systematic sampling; and, given an earlier pack's design, the
+  next batch of a batch-sequential design. Every segment carries its inclusion probability ``pi`` and its
+  design weight (``1/pi``; over several batches ``sum_b (n_b/n) / pi^(b)``); ``probabilities.csv`` keeps
+  every segment's probability in every batch.
 * :func:`write_labelling_pack` -- the pack a rater works from: ``sheet.csv`` (``segment_id``, the four
   dimensions, ``verdict``, ``rater``, ``comment``, all but the id blank), one static HTML page per
   segment (question, steps, SQL, the rows the judge saw with the full row count, the answer) and
   ``index.html``. The pages show **no** judge output of any kind -- no score, subscore, band, verdict
-  or explanation -- so raters are not anchored. ``design.json`` keeps the strata, weights, seed and
-  source run beside the sheet.
+  or explanation -- so raters are not anchored. ``design.json`` keeps the strata, weights, inclusion
+  probabilities, batches, seed and source run beside the sheet; a sheet of an explicit design has an
+  ``inclusion_probability`` column after the rater's columns (not to be filled). :func:`append_batch`
+  adds the next batch of a batch-sequential design to a pack (``sheet-<batch>.csv``).
 * :func:`import_labels` -- reads filled sheets, validating every row; every bad row is reported with
   its line number and what was expected, none is dropped silently. Several raters per segment are
-  allowed (one row per segment and rater).
+  allowed (one row per segment and rater). A sheet's ``inclusion_probability`` column (or, by
+  :func:`with_inclusion`, the pack's ``design.json``) is kept beside the labels, so the imported file
+  still says how each segment was drawn; labels whose inclusion probabilities are unknown are read as a
+  simple random sample, and the readers say so.
 * :func:`labels_from_constructed` -- the offline stand-in: the bundled sample's CONSTRUCTED labels
   (``data/turns/labels.csv``, derived from seeded defects) turned into per-segment, per-rater labels of
   the same shape as imported human labels. They are not human judgements and every page says so.
@@ -27,6 +39,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +57,12 @@ from ..stats.agreement import DEFAULT_STRATA, HUMAN_LABEL_COLUMNS, one_row_per_s
 SHEET_COLUMNS: tuple[str, ...] = ("segment_id", *DIMENSIONS, "verdict", "rater", "comment")
 SHEET_FILE = "sheet.csv"
 DESIGN_FILE = "design.json"
+#: Every segment's inclusion probability in every batch of a pack drawn under an explicit design.
+PROBABILITIES_FILE = "probabilities.csv"
+#: The pack's imported labels (all batches): what ``import-labels`` writes by default.
+IMPORTED_FILE = "sheet.imported.csv"
+#: The sheet column carrying each segment's inclusion probability (kept on import; not for raters).
+INCLUSION_COLUMN = "inclusion_probability"
 INDEX_FILE = "index.html"
 PAGES_DIR = "segments"
 #: What a labels frame built from the constructed labels says about itself (shown on every page).
@@ -84,6 +103,8 @@ class LabellingSample:
 
     def design(self) -> dict[str, Any]:
         """The content of ``design.json``."""
+        if "design" in self.extra:
+            return self.extra["design"]
         return {
             "method": ("proportional stratified random sample without replacement: n_h = min(N_h, "
                        "max(min_per_stratum, round(n * N_h / N))); within a stratum a seeded shuffle "
@@ -94,6 +115,7 @@ class LabellingSample:
             "strata": [{"stratum": s, **{k: (int(v) if k != "weight" else float(v)) for k, v in row.items()}}
                        for s, row in self.strata[["population", "allocated", "weight"]].iterrows()],
             "segments": [{"segment_id": r.segment_id, "stratum": r.stratum, "weight": float(r.weight),
+                          INCLUSION_COLUMN: 1.0 / float(r.weight),
                           "answer_captured": bool(r.answer_captured), "page": page_name(r.segment_id)}
                          for r in self.segments.itertuples()],
         }
@@ -156,10 +178,290 @@ def sample_for_labelling(run: Any, n: int = 60, stratify: Sequence[str] = DEFAUL
 
 
 def design_frame(design: Mapping[str, Any] | str | Path) -> pd.DataFrame:
-    """``segment_id``, ``stratum``, ``weight``, ``answer_captured`` from a ``design.json`` (dict or path)."""
+    """``segment_id``, ``stratum``, ``weight`` (``1/pi``), ``answer_captured``, ``page`` and
+    ``inclusion_probability`` from a ``design.json`` (dict or path); a pack written before inclusion
+    probabilities were recorded gets ``1 / weight``."""
     if not isinstance(design, Mapping):
         design = json.loads(Path(design).read_text(encoding="utf-8"))
-    return pd.DataFrame(design["segments"], columns=["segment_id", "stratum", "weight", "answer_captured", "page"])
+    out = pd.DataFrame(design["segments"], columns=["segment_id", "stratum", "weight", "answer_captured", "page",
+                                                    INCLUSION_COLUMN])
+    missing = out[INCLUSION_COLUMN].isna()
+    out.loc[missing, INCLUSION_COLUMN] = 1.0 / pd.to_numeric(out.loc[missing, "weight"])
+    return out
+
+
+# =============================================================================================
+# Sampling designs (uniform, stratified, active) and batches
+# =============================================================================================
+#: The explicit labelling designs (:mod:`axon_eval.stats.label_budget`).
+DESIGN_NAMES: tuple[str, ...] = ("uniform", "stratified", "active")
+#: What a design's inclusion probabilities mean, in one sentence (written into design.json).
+INCLUSION_NOTE = ("inclusion_probability: the chance this segment had of being drawn in its batch (randomised "
+                  "systematic sampling, exactly n per batch); weight: the design weight the corrected figures use, "
+                  "1 / inclusion_probability for one batch, sum over the batches that drew it of (n_b / n) / "
+                  "pi_b over several (axon_eval.stats.label_budget)")
+
+
+@dataclass(frozen=True)
+class Signal:
+    """An uncertainty signal per judged segment (``values``: a Series by ``segment_id``, ``NaN`` where
+    unknown) and where it came from (``spec``, ``description``)."""
+
+    values: pd.Series
+    spec: str
+    description: str
+
+
+def judged_segments(run: Any) -> pd.DataFrame:
+    """One row per judged segment of a run (a Run, a run folder or a results frame) with ``answer_captured``."""
+    results, _source, _judge, _rubric = _results_of(run)
+    res = one_row_per_segment(results).copy()
+    res["answer_captured"] = (res["answer_captured"].astype(bool) if "answer_captured" in res.columns
+                              else res["answer_faithfulness"].notna())
+    return res.sort_values("segment_id").reset_index(drop=True)
+
+
+def pilot_residuals(run: Any, labels: pd.DataFrame, design: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The labels so far against the run's judge: ``segment_id``, ``human`` (the raters' mean score by the
+    run's rubric), ``judge`` (the run's score), ``residual`` (human - judge) and ``weight`` (the labels'
+    design weight from ``design``, ``NaN`` when unknown)."""
+    from ..rubric import Rubric
+    from ..runs import Run, load_run
+    from ..stats.estimates import human_values
+
+    r = run if isinstance(run, Run) else load_run(run)
+    rubric = Rubric.model_validate(r.manifest.rubric) if r.manifest.rubric else Rubric.default()
+    human = human_values(labels, r.results, rubric)
+    judged = judged_segments(r)[["segment_id", "score"]]
+    out = human[["segment_id", "score"]].rename(columns={"score": "human"}).merge(
+        judged.rename(columns={"score": "judge"}), on="segment_id")
+    out["residual"] = out["human"] - out["judge"]
+    out["weight"] = np.nan
+    if design is not None and len(design):
+        out["weight"] = out["segment_id"].map(design.set_index("segment_id")["weight"])
+    return out.dropna(subset=["residual"]).reset_index(drop=True)
+
+
+def load_signal(spec: str, run: Any, *, pilot: pd.DataFrame | None = None, root: str | Path | None = None) -> Signal:
+    """The uncertainty signal named by ``spec`` for every judged segment of ``run``:
+
+    * ``panel:RUN[,RUN...]`` -- the spread (SD) of the panel members' scores, one member per run folder
+      (study 10's member runs; :func:`axon_eval.stats.label_budget.panel_spread`);
+    * ``repeat:RUN`` -- the repeat-sample SD ``score_sd`` of a repeated run (study 03);
+    * ``column:NAME`` -- a numeric column of the run's own results (e.g. ``disagreement``);
+    * ``model`` -- a model of ``|label - judge|`` fitted on the labels so far (``pilot``:
+      :func:`pilot_residuals`; cells: the judge's band; :func:`axon_eval.stats.label_budget.error_model`);
+    * a CSV file with the columns ``segment_id`` and ``signal``.
+
+    A segment the source does not cover gets ``NaN`` (the mean signal when sampling)."""
+    from ..stats.label_budget import MIN_MODEL_LABELS, error_model, panel_spread
+
+    seg = judged_segments(run)
+    ids = seg["segment_id"]
+    base = Path(root) if root is not None else Path.cwd()
+
+    def folder(text: str) -> Path:
+        path = Path(text)
+        return path if path.is_absolute() else base / path
+
+    if spec == "model":
+        if pilot is None or pilot.empty:
+            values = pd.Series(1.0, index=ids)
+            return Signal(values, spec, "a model of |label - judge| needs labels: none yet, so the signal is flat "
+                                        "(uniform); label this batch and draw the next")
+        w = pilot["weight"].to_numpy(dtype=np.float64)
+        w = None if not np.isfinite(w).all() else w
+        band = seg.set_index("segment_id")["band"].astype(str)
+        fitted = error_model(band.to_numpy(), band.reindex(pilot["segment_id"]).to_numpy(), pilot["residual"], w)
+        note = (f"root mean square of (label - judge) per judge band over {len(pilot)} labels, shrunk toward the "
+                f"overall one" if len(pilot) >= MIN_MODEL_LABELS else
+                f"only {len(pilot)} labels (fewer than {MIN_MODEL_LABELS}): the model is flat (uniform)")
+        return Signal(pd.Series(fitted, index=band.index).reindex(ids), spec, note)
+    if spec.startswith("panel:"):
+        from ..runs.members import members_from_runs
+        from ..scoring import score_frame
+
+        folders = [folder(x.strip()) for x in spec.removeprefix("panel:").split(",") if x.strip()]
+        if len(folders) < 2:
+            raise ValueError("a panel signal needs at least two member runs: panel:RUN_A,RUN_B[,...]")
+        members = members_from_runs(folders, names=[f"m{i}" for i in range(len(folders))])
+        scored = score_frame(members.reset_index(drop=True))
+        spread = panel_spread(scored.assign(score=scored["score"].astype(float)))
+        return Signal(spread.reindex(ids), spec, f"SD of {len(folders)} panel members' scores per segment")
+    if spec.startswith("repeat:"):
+        from ..runs import load_run
+        from ..summaries import segment_table
+
+        rep = load_run(folder(spec.removeprefix("repeat:")))
+        table = segment_table(rep.results).set_index("segment_id")
+        if table["score_sd"].notna().sum() == 0:
+            raise ValueError(f"{spec}: the run has no repeat-sample SD (score_sd): evaluate with repeat(<judge>, n)")
+        return Signal(table["score_sd"].reindex(ids), spec, "repeat-sample SD of the judge's score (score_sd)")
+    if spec.startswith("column:"):
+        name = spec.removeprefix("column:")
+        if name not in seg.columns:
+            raise ValueError(f"{spec}: the run's results have no column {name!r}")
+        values = pd.to_numeric(seg[name], errors="coerce")
+        return Signal(pd.Series(values.to_numpy(dtype=np.float64), index=ids), spec, f"the results column {name}")
+    path = folder(spec)
+    if path.suffix == ".csv" and path.is_file():
+        frame = pd.read_csv(path)
+        if not {"segment_id", "signal"} <= set(frame.columns):
+            raise ValueError(f"{path}: a signal file needs the columns segment_id and signal")
+        values = pd.to_numeric(frame.set_index("segment_id")["signal"], errors="coerce")
+        return Signal(values.reindex(ids), spec, f"signal file {path.name}")
+    raise ValueError(f"unknown signal {spec!r}: expected panel:RUN,RUN, repeat:RUN, column:NAME, model or a CSV file")
+
+
+def _strata_of(seg: pd.DataFrame, stratify: Sequence[str]) -> pd.Series:
+    missing = [c for c in stratify if c not in seg.columns]
+    if missing:
+        raise ValueError(f"cannot stratify by {missing}: the results have no such column (e.g. band, surface, client)")
+    return seg[list(stratify)].astype(str).agg("/".join, axis=1) if stratify else pd.Series("all", index=seg.index)
+
+
+def draw_design_sample(run: Any, design: str, budget: int, *, stratify: Sequence[str] = ("band",),
+                       signal: Signal | None = None, seed: int = 0, pilot: pd.DataFrame | None = None,
+                       previous: Mapping[str, Any] | None = None, mix: float | None = None,
+                       floor: float | None = None) -> LabellingSample:
+    """A sample of ``budget`` judged segments of ``run`` under ``design`` (``uniform``, ``stratified``,
+    ``active``), drawn by randomised systematic sampling with seed ``seed``
+    (:func:`axon_eval.stats.label_budget.systematic_sample`).
+
+    * ``stratified``: strata are the ``stratify`` columns; the Neyman allocation uses the SD of
+      ``label - judge`` per stratum from ``pilot`` (:func:`pilot_residuals`; a stratum with fewer than two
+      labels takes the pooled SD), else the proportional allocation; at least two per stratum.
+    * ``active``: inclusion probabilities from ``signal`` (:func:`load_signal`), floored and mixed with
+      uniform (:func:`axon_eval.stats.label_budget.active_probabilities`).
+    * ``previous``: the ``design.json`` of an earlier batch of this pack: the sample is its next batch,
+      drawn over every judged segment; segments drawn again keep their labels, and every segment's weight
+      counts every batch (:func:`axon_eval.stats.label_budget.batch_weights`).
+
+    The sample's ``design()`` is the pack's whole ``design.json``; ``extra["probabilities"]`` holds this
+    batch's probability for every judged segment."""
+    from ..stats import label_budget as lb
+
+    if design not in DESIGN_NAMES:
+        raise ValueError(f"unknown design {design!r}; expected one of {list(DESIGN_NAMES)}")
+    results, source, judge_id, rubric_id = _results_of(run)
+    seg = judged_segments(results)
+    if seg.empty:
+        raise ValueError("the run has no judged segment to sample")
+    big_n = len(seg)
+    stratify = tuple(stratify)
+    strata = _strata_of(seg, stratify) if design == "stratified" else pd.Series(design, index=seg.index)
+    if not isinstance(budget, int | np.integer) or not 1 <= budget <= big_n:
+        raise ValueError(f"the budget must be an integer from 1 to the run's {big_n} judged segments, got {budget!r}")
+    mix = lb.MIX_UNIFORM if mix is None else float(mix)
+    floor = lb.SIGNAL_FLOOR if floor is None else float(floor)
+    rng = np.random.default_rng(seed)
+    note = ""
+    alloc_table = None
+    if design == "uniform":
+        pi = lb.uniform_probabilities(big_n, int(budget))
+        mask = lb.systematic_sample(pi, rng)
+        method = "uniform: a simple random sample of n segments, pi = n / N"
+    elif design == "stratified":
+        pop = strata.value_counts().sort_index()
+        if pilot is not None and len(pilot):
+            res = pilot.set_index("segment_id")["residual"]
+            by = strata.set_axis(seg["segment_id"]).reindex(res.index)
+            pooled = float(res.std(ddof=1)) if len(res) > 1 else 1.0
+            sd = [float(res[by == h].std(ddof=1)) if (by == h).sum() >= 2 else pooled for h in pop.index]
+            how = f"Neyman allocation with the SD of (label - judge) per stratum from {len(res)} labels so far"
+        else:
+            sd = [1.0] * len(pop)
+            how = "proportional allocation (no labels yet to estimate the strata's SDs for a Neyman allocation)"
+        alloc = lb.neyman_allocation(pop.to_numpy(), sd, int(budget))
+        alloc_table = pd.DataFrame({"population": pop.to_numpy(), "allocated": alloc, "sd": sd}, index=pop.index)
+        pi = lb.stratified_probabilities(strata.to_numpy(), dict(zip(pop.index, alloc.tolist(), strict=True)))
+        mask = lb.systematic_sample(pi, rng, strata=strata.to_numpy())
+        method = f"stratified by {', '.join(stratify) or '(none)'}: {how}; at least {lb.MIN_PER_STRATUM} per stratum"
+    else:
+        if signal is None:
+            raise ValueError("the active design needs an uncertainty signal (--signal)")
+        values = signal.values.reindex(seg["segment_id"]).to_numpy(dtype=np.float64)
+        pi = lb.active_probabilities(values, int(budget), mix=mix, floor=floor)
+        mask = lb.systematic_sample(pi, rng)
+        method = (f"active: pi proportional to the signal ({signal.description}), floored at {floor:g} x its mean "
+                  f"and mixed with uniform sampling ({mix:g} of the budget), capped at 1")
+        note = (f"with a signal unrelated to the judge's error this design's variance is "
+                f"{lb.useless_signal_inflation(pi):.2f} times uniform sampling's")
+    drawn = seg.loc[mask, "segment_id"].tolist()
+    prev_segments = {} if previous is None else {d["segment_id"]: dict(d) for d in previous["segments"]}
+    for entry in prev_segments.values():
+        if "probabilities" not in entry:  # a pack drawn before inclusion probabilities were recorded: batch 1
+            entry["probabilities"] = {"1": float(entry.get(INCLUSION_COLUMN) or 1.0 / float(entry["weight"]))}
+    batches = [] if previous is None else [dict(b) for b in previous.get("batches") or [
+        {"batch": 1, "design": "stratified", "n": len(previous["segments"]), "seed": previous.get("seed"),
+         "method": previous.get("method", ""), "sheet": SHEET_FILE}]]
+    batch_no = len(batches) + 1
+    probs = pd.DataFrame({"segment_id": seg["segment_id"], "batch": batch_no, "inclusion_probability": pi})
+    sheet = SHEET_FILE if batch_no == 1 else f"sheet-{batch_no}.csv"
+    batch = {"batch": batch_no, "design": design, "n": int(budget), "seed": int(seed), "method": method,
+             "signal": None if signal is None else signal.spec, "signal_note": None if signal is None else signal.description,
+             "mix_uniform": mix if design == "active" else None, "signal_floor": floor if design == "active" else None,
+             "note": note, "sheet": sheet, "probabilities_file": PROBABILITIES_FILE}
+    pi_of = dict(zip(seg["segment_id"], pi, strict=True))
+    new = [sid for sid in drawn if sid not in prev_segments]
+    batch["drawn"] = len(drawn)
+    batch["new_segments"] = new
+    batches.append(batch)
+    captured = dict(zip(seg["segment_id"], seg["answer_captured"], strict=True))
+    stratum_of = dict(zip(seg["segment_id"], strata, strict=True))
+    for sid in drawn:
+        entry = prev_segments.setdefault(sid, {"segment_id": sid, "stratum": stratum_of[sid],
+                                               "answer_captured": bool(captured.get(sid, True)),
+                                               "page": page_name(sid), "sheet": sheet, "probabilities": {}})
+        entry["probabilities"] = {**entry.get("probabilities", {}), str(batch_no): float(pi_of[sid])}
+    total = sum(b["n"] for b in batches)
+    for entry in prev_segments.values():
+        w = sum((b["n"] / total) / entry["probabilities"][str(b["batch"])] for b in batches
+                if str(b["batch"]) in entry["probabilities"])
+        entry["weight"] = float(w)
+        entry[INCLUSION_COLUMN] = float(1.0 / w)
+    segments = sorted(prev_segments.values(), key=lambda e: e["segment_id"])
+    if len(batches) > 1:  # one group for the lam rule of study 09 (axon_eval.stats.ppi.ppi_rule)
+        for e in segments:
+            e["stratum"] = "batches"
+    content = {
+        "method": method if len(batches) == 1 else f"batch-sequential ({len(batches)} batches): " + "; ".join(
+            f"batch {b['batch']}: {b['method']}" for b in batches),
+        "design": design if len(batches) == 1 else "batch-sequential " + "+".join(b["design"] for b in batches),
+        "inclusion": INCLUSION_NOTE, "source_run": source, "judge_id": judge_id, "rubric_id": rubric_id,
+        "stratify": list(stratify) if design == "stratified" else [], "seed": int(seed) if previous is None else previous.get("seed"),
+        "n_requested": total, "n": len(segments), "population": big_n, "min_per_stratum": 2 if design == "stratified" else 0,
+        "strata": ([] if alloc_table is None else
+                   [{"stratum": h, "population": int(r.population), "allocated": int(r.allocated), "sd": float(r.sd),
+                     "weight": float(r.population / r.allocated)} for h, r in alloc_table.iterrows()]),
+        "batches": batches, "segments": segments,
+    }
+    frame = pd.DataFrame({"segment_id": [e["segment_id"] for e in segments],
+                          "stratum": [e["stratum"] for e in segments],
+                          "weight": [e["weight"] for e in segments],
+                          INCLUSION_COLUMN: [e["probabilities"].get(str(batch_no), e[INCLUSION_COLUMN]) for e in segments],
+                          "answer_captured": [e["answer_captured"] for e in segments]})
+    strata_frame = (alloc_table.assign(weight=alloc_table["population"] / alloc_table["allocated"])
+                    [["population", "allocated", "weight"]].rename_axis("stratum") if alloc_table is not None else
+                    pd.DataFrame({"population": [big_n], "allocated": [len(drawn)], "weight": [big_n / len(drawn)]},
+                                 index=pd.Index([design], name="stratum")))
+    return LabellingSample(segments=frame, strata=strata_frame, stratify=stratify if design == "stratified" else (),
+                           seed=int(seed), n_requested=int(budget), min_per_stratum=2 if design == "stratified" else 0,
+                           population=big_n, source_run=source, judge_id=judge_id, rubric_id=rubric_id,
+                           extra={"design": content, "probabilities": probs, "drawn": drawn})
+
+
+def with_inclusion(labels: pd.DataFrame, design: Mapping[str, Any] | str | Path | None) -> pd.DataFrame:
+    """``labels`` with each row's ``inclusion_probability`` and design ``weight`` from a pack's
+    ``design.json`` (``NaN`` for segments the design does not list, or when there is no design)."""
+    out = labels.copy()
+    if design is None:
+        out[INCLUSION_COLUMN] = out.get(INCLUSION_COLUMN, np.nan)
+        return out
+    d = design_frame(design).set_index("segment_id")
+    out["weight"] = out["segment_id"].map(d["weight"])
+    out[INCLUSION_COLUMN] = out["segment_id"].map(d[INCLUSION_COLUMN])
+    return out
 
 
 # =============================================================================================
@@ -228,18 +530,8 @@ def render_segment_page(entry: Mapping[str, Any], *, prev_page: str | None = Non
     return _page(f"segment {sid}", "\n".join(parts))
 
 
-def write_labelling_pack(sample: LabellingSample, run: Any, out_dir: str | Path) -> Path:
-    """Write the labelling pack of ``sample`` into ``out_dir`` (created; refused when it already holds a
-    sheet, so a pack being filled is never overwritten). ``run`` (a Run or run folder) supplies the
-    evidence from its audit, streamed. Returns ``out_dir``."""
-    from ..reporting.report import esc
-    from ..runs import Run, atomic_write_text, load_run, write_json
-
-    out = Path(out_dir)
-    if (out / SHEET_FILE).exists() or (out / DESIGN_FILE).exists():
-        raise FileExistsError(f"{out} already holds a labelling pack; choose a new --out folder")
-    run = run if isinstance(run, Run) else load_run(run)
-    wanted = set(sample.segments["segment_id"])
+def _audit_entries(run: Any, wanted: set[str]) -> dict[str, dict[str, Any]]:
+    """The evidence of the ``wanted`` segments from the run's audit, streamed (no judge output kept)."""
     entries: dict[str, dict[str, Any]] = {}
     for entry in run.iter_audit():
         sid = entry.get("segment_id")
@@ -250,32 +542,121 @@ def write_labelling_pack(sample: LabellingSample, run: Any, out_dir: str | Path)
     missing = sorted(wanted - set(entries))
     if missing:
         raise ValueError(f"the run's audit has no evidence for sampled segment(s) {missing[:5]}")
+    return entries
+
+
+def _write_pages(out: Path, ids: Sequence[str], entries: Mapping[str, Mapping[str, Any]]) -> None:
+    from ..runs import atomic_write_text
+
     (out / PAGES_DIR).mkdir(parents=True, exist_ok=True)
-    ids = list(sample.segments["segment_id"])
     for i, sid in enumerate(ids):
         page = render_segment_page(entries[sid], prev_page=page_name(ids[i - 1]) if i else None,
                                    next_page=page_name(ids[i + 1]) if i + 1 < len(ids) else None)
         atomic_write_text(out / PAGES_DIR / page_name(sid), page)
+
+
+def _write_index(out: Path, sample: LabellingSample, ids: Sequence[str], questions: Mapping[str, Any],
+                 answered: Mapping[str, bool], sheets: Mapping[str, str] | None = None) -> None:
+    from ..reporting.report import esc
+    from ..runs import atomic_write_text
+
     rows = "".join(
         f"<tr><td>{k}</td><td><a href='{PAGES_DIR}/{esc(page_name(sid))}'>{esc(sid)}</a></td>"
-        f"<td>{esc(' '.join(str(entries[sid].get('question') or '').split())[:140])}</td>"
-        f"<td>{'yes' if entries[sid].get('answer') is not None else 'no: leave faithfulness blank'}</td></tr>"
+        f"<td>{esc(' '.join(str(questions.get(sid) or '').split())[:140])}</td>"
+        f"<td>{'yes' if answered.get(sid) else 'no: leave faithfulness blank'}</td>"
+        + (f"<td>{esc(sheets.get(sid, ''))}</td>" if sheets else "") + "</tr>"
         for k, sid in enumerate(ids, start=1))
+    how = sample.extra.get("design", {}).get("design")
+    kind = f"{how.capitalize()} sample" if how else "Stratified sample"
     index = (f"<h1>Labelling pack: {len(ids)} segments</h1>"
-             f"<p class='muted'>Stratified sample (seed {sample.seed}) of run "
+             f"<p class='muted'>{kind} (seed {sample.seed}) of run "
              f"<code>{esc(Path(sample.source_run).name if sample.source_run else '?')}</code>. Fill in "
-             f"<code>{SHEET_FILE}</code>, one row per segment; several raters each fill their own copy.</p>"
+             f"<code>{SHEET_FILE}</code>{' (and each later batch sheet)' if sheets else ''}, one row per segment; "
+             "several raters each fill their own copy. Leave the <code>inclusion_probability</code> column, "
+             "where there is one, as it is.</p>"
              + _GUIDE + "<h2>Segments</h2><table><thead><tr><th>#</th><th>segment</th><th>question</th>"
-             f"<th>answer captured</th></tr></thead><tbody>{rows}</tbody></table>")
+             "<th>answer captured</th>" + ("<th>sheet</th>" if sheets else "") + f"</tr></thead><tbody>{rows}</tbody></table>")
     atomic_write_text(out / INDEX_FILE, _page("labelling pack", index))
+
+
+def _write_sheet(path: Path, ids: Sequence[str], inclusion: Mapping[str, float] | None) -> None:
+    from ..runs import atomic_write_text
+
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(SHEET_COLUMNS)
+    writer.writerow([*SHEET_COLUMNS, *([INCLUSION_COLUMN] if inclusion is not None else [])])
     for sid in ids:
-        writer.writerow([sid, *([""] * (len(SHEET_COLUMNS) - 1))])
-    atomic_write_text(out / SHEET_FILE, buf.getvalue())
+        extra = [f"{inclusion[sid]:.10g}"] if inclusion is not None else []
+        writer.writerow([sid, *([""] * (len(SHEET_COLUMNS) - 1)), *extra])
+    atomic_write_text(path, buf.getvalue())
+
+
+def _write_probabilities(out: Path, frame: pd.DataFrame | None, *, append: bool = False) -> None:
+    """``probabilities.csv``: ``segment_id``, ``batch``, ``inclusion_probability`` of every judged segment."""
+    from ..runs import atomic_write_text
+
+    if frame is None:
+        return
+    path = out / PROBABILITIES_FILE
+    if append and path.is_file():
+        frame = pd.concat([pd.read_csv(path), frame], ignore_index=True)
+    atomic_write_text(path, frame.to_csv(index=False))
+
+
+def write_labelling_pack(sample: LabellingSample, run: Any, out_dir: str | Path) -> Path:
+    """Write the labelling pack of ``sample`` into ``out_dir`` (created; refused when it already holds a
+    sheet, so a pack being filled is never overwritten). ``run`` (a Run or run folder) supplies the
+    evidence from its audit, streamed. A sample of an explicit design (:func:`draw_design_sample`) also
+    gets the ``inclusion_probability`` column in its sheet and ``probabilities.csv``. Returns ``out_dir``."""
+    from ..runs import Run, load_run, write_json
+
+    out = Path(out_dir)
+    if (out / SHEET_FILE).exists() or (out / DESIGN_FILE).exists():
+        raise FileExistsError(f"{out} already holds a labelling pack; choose a new --out folder")
+    run = run if isinstance(run, Run) else load_run(run)
+    ids = list(sample.segments["segment_id"])
+    entries = _audit_entries(run, set(ids))
+    _write_pages(out, ids, entries)
+    _write_index(out, sample, ids, {k: v.get("question") for k, v in entries.items()},
+                 {k: v.get("answer") is not None for k, v in entries.items()})
+    explicit = "design" in sample.extra
+    inclusion = dict(zip(sample.segments["segment_id"], sample.segments[INCLUSION_COLUMN], strict=True)) \
+        if explicit else None
+    _write_sheet(out / SHEET_FILE, ids, inclusion)
+    _write_probabilities(out, sample.extra.get("probabilities"))
     write_json(out / DESIGN_FILE, sample.design())
     return out
+
+
+def append_batch(sample: LabellingSample, run: Any, pack_dir: str | Path) -> Path:
+    """Add the next batch of a batch-sequential design (:func:`draw_design_sample` with ``previous``) to
+    the pack in ``pack_dir``: pages for its new segments, ``sheet-<batch>.csv`` listing them (segments
+    drawn again keep their earlier labels and are not listed), ``index.html`` over every batch,
+    ``design.json`` rewritten (every segment's weight now counts every batch) and the batch's
+    probabilities appended to ``probabilities.csv``. Returns the new sheet's path."""
+    from ..runs import Run, load_run, write_json
+
+    out = Path(pack_dir)
+    design = sample.design()
+    batch = design["batches"][-1]
+    sheet = out / batch["sheet"]
+    if sheet.exists():
+        raise FileExistsError(f"{sheet} already exists: this batch was drawn already")
+    if not (out / DESIGN_FILE).is_file():
+        raise FileNotFoundError(f"{out} holds no {DESIGN_FILE}: draw the first batch with write_labelling_pack")
+    run = run if isinstance(run, Run) else load_run(run)
+    new_ids = list(batch["new_segments"])
+    all_ids = [seg["segment_id"] for seg in design["segments"]]
+    entries = _audit_entries(run, set(all_ids))
+    _write_pages(out, all_ids, entries)
+    sheets = {seg["segment_id"]: seg.get("sheet", SHEET_FILE) for seg in design["segments"]}
+    _write_index(out, sample, all_ids, {k: v.get("question") for k, v in entries.items()},
+                 {k: v.get("answer") is not None for k, v in entries.items()}, sheets)
+    probs = sample.segments.set_index("segment_id")[INCLUSION_COLUMN]
+    _write_sheet(sheet, new_ids, {sid: float(probs[sid]) for sid in new_ids})
+    _write_probabilities(out, sample.extra.get("probabilities"), append=True)
+    write_json(out / DESIGN_FILE, design)
+    return sheet
 
 
 # =============================================================================================
@@ -339,7 +720,7 @@ def import_labels(sheet: str | Path | Sequence[str | Path],
     empty or binary file is refused before anything is read (:func:`sheet_text`: ``ValueError`` naming it).
 
     ``labels``: one row per segment and rater, columns :data:`HUMAN_LABEL_COLUMNS` (dimensions as pandas
-    ``Int64``) plus ``source`` (``file:line``).
+    ``Int64``) plus ``source`` (``file:line``), and ``inclusion_probability`` when a sheet carries it.
     """
     sheets = [sheet] if isinstance(sheet, str | Path) else list(sheet)
     known, answered = _known(known_segment_ids)
@@ -362,8 +743,9 @@ def import_labels(sheet: str | Path | Sequence[str | Path],
                                          f"the columns {list(SHEET_COLUMNS)} (missing {missing})"))
             continue
         pos = {c: header.index(c) for c in SHEET_COLUMNS}
-        if "source" in header:
-            pos["source"] = header.index("source")
+        for extra in ("source", INCLUSION_COLUMN):
+            if extra in header:
+                pos[extra] = header.index(extra)
         start = reader.line_num + 1
         for record in reader:
             line, start = start, reader.line_num + 1
@@ -409,19 +791,44 @@ def import_labels(sheet: str | Path | Sequence[str | Path],
                 problems.extend(bad)
                 continue
             seen[(sid, cell["rater"])] = f"{name}:{line}"
+            inclusion = pd.to_numeric(cell.get(INCLUSION_COLUMN) or np.nan, errors="coerce")
             rows.append({"segment_id": sid, "rater": cell["rater"], **values, "verdict": verdict,
-                         "comment": cell["comment"], "source": cell.get("source") or f"{name}:{line}"})
-    labels = pd.DataFrame(rows, columns=[*HUMAN_LABEL_COLUMNS, "source"])
+                         "comment": cell["comment"], "source": cell.get("source") or f"{name}:{line}",
+                         INCLUSION_COLUMN: float(inclusion) if 0 < inclusion <= 1 else np.nan})
+    labels = pd.DataFrame(rows, columns=[*HUMAN_LABEL_COLUMNS, "source", INCLUSION_COLUMN])
+    if labels[INCLUSION_COLUMN].isna().all():
+        labels = labels.drop(columns=[INCLUSION_COLUMN])
     for d in DIMENSIONS:
         labels[d] = pd.array(labels[d].tolist(), dtype="Int64")
     return labels, problems
 
 
 def write_labels(labels: pd.DataFrame, path: str | Path) -> Path:
-    """Write validated labels as CSV (same columns as a sheet plus ``source``), atomically."""
+    """Write validated labels as CSV (same columns as a sheet plus ``source``, and the
+    ``inclusion_probability`` and design ``weight`` when known), atomically."""
     from ..runs import atomic_write_text
 
-    return atomic_write_text(path, labels[[*HUMAN_LABEL_COLUMNS, "source"]].to_csv(index=False))
+    extra = [c for c in (INCLUSION_COLUMN, "weight") if c in labels.columns and labels[c].notna().any()]
+    return atomic_write_text(path, labels[[*HUMAN_LABEL_COLUMNS, "source", *extra]].to_csv(index=False))
+
+
+def merge_pack_labels(new: pd.DataFrame, existing: str | Path, sheets: Sequence[str | Path]) -> tuple[pd.DataFrame, int]:
+    """A pack's labels after importing ``sheets``: the rows of ``existing`` (the pack's imported labels)
+    that came from other sheets, then ``new``; returns ``(labels, rows kept)``. Importing a sheet again
+    replaces its own earlier rows, so the pack keeps one labels file over all its batches and raters."""
+    path = Path(existing)
+    if not path.is_file():
+        return new, 0
+    old = pd.read_csv(path, dtype={"segment_id": str, "rater": str, "comment": str, "source": str})
+    names = {Path(s).name for s in sheets}
+    from_sheet = old["source"].astype(str).map(lambda v: Path(v.rsplit(":", 1)[0]).name).isin(names)
+    kept = old[~from_sheet]
+    if kept.empty:
+        return new, 0
+    for d in DIMENSIONS:
+        kept[d] = pd.array(pd.to_numeric(kept[d], errors="coerce").round().astype("Int64"), dtype="Int64")
+    merged = pd.concat([kept, new], ignore_index=True)
+    return merged, len(kept)
 
 
 # =============================================================================================
@@ -493,3 +900,205 @@ def load_panel_labels(path: str | Path, known_segment_ids: Iterable[str] | None 
         return load_labels(path), [], True
     labels, problems = import_labels(path, known_segment_ids)
     return labels, list(problems), False
+
+
+# =============================================================================================
+# Planning labels for a run (the plan-labels verb)
+# =============================================================================================
+@dataclass(frozen=True)
+class Pilot:
+    """The labels so far for one run: the tidy ``labels``, the per-segment ``human`` values (scored by the
+    run's rubric), their design ``weights`` (``1/pi`` by segment id, ``None`` when the inclusion
+    probabilities are unknown), the pack's ``design`` (``design.json``, or ``None``) and ``notes``."""
+
+    path: Path
+    labels: pd.DataFrame
+    human: pd.DataFrame
+    weights: pd.Series | None
+    design: dict[str, Any] | None
+    notes: tuple[str, ...] = ()
+
+
+def read_pilot(run: Any, labels: str | Path, *, seed: int = 0) -> Pilot:
+    """The labels so far for ``run`` from ``labels``: a labelling pack folder (its ``design.json`` and
+    imported labels), an imported labels CSV (its ``inclusion_probability`` column, else the
+    ``design.json`` beside it) or a constructed labels file. Labels whose inclusion probabilities are
+    unknown are read as a simple random sample, and ``notes`` says so."""
+    from ..rubric import Rubric
+    from ..runs import Run, load_run
+    from ..stats.estimates import human_values
+
+    r = run if isinstance(run, Run) else load_run(run)
+    path = Path(labels)
+    if not path.exists():
+        raise FileNotFoundError(f"labels file {path} does not exist")
+    folder = path if path.is_dir() else path.parent
+    design = json.loads((folder / DESIGN_FILE).read_text(encoding="utf-8")) if (folder / DESIGN_FILE).is_file() else None
+    if path.is_dir():
+        imported = sorted(path.glob("*.imported.csv"))
+        if not imported:
+            raise FileNotFoundError(f"{path} holds no imported labels (*.imported.csv): run import-labels on its sheet first")
+        path = path / IMPORTED_FILE if (path / IMPORTED_FILE).is_file() else imported[-1]
+    tidy, problems, constructed = read_human_labels(path, known_from_results(r.results), seed=seed)
+    rubric = Rubric.model_validate(r.manifest.rubric) if r.manifest.rubric else Rubric.default()
+    human = human_values(tidy, r.results, rubric)
+    notes = [f"{path.name}: {p}" for p in problems]
+    if constructed:
+        notes.append(f"{path.name}: CONSTRUCTED labels, not human")
+    weights = None
+    if design is not None:
+        weights = design_frame(design).set_index("segment_id")["weight"].astype(float)
+        missing = sorted(set(human["segment_id"]) - set(weights.index))
+        if missing:
+            notes.append(f"{len(missing)} labelled segment(s) are not in {DESIGN_FILE} (e.g. {missing[:3]}): "
+                         "their inclusion probabilities are unknown, so the labels are read as a simple random sample")
+            weights = None
+    elif INCLUSION_COLUMN in tidy.columns and tidy[INCLUSION_COLUMN].notna().all():
+        weights = 1.0 / tidy.groupby("segment_id")[INCLUSION_COLUMN].first().astype(float)
+    if weights is None and not any("simple random sample" in n for n in notes):
+        notes.append("the labels' inclusion probabilities are unknown (no design.json, no inclusion_probability "
+                     "column): they are read as a simple random sample")
+    return Pilot(Path(labels), tidy, human, weights, design, tuple(notes))
+
+
+def figure_name(text: str) -> str:
+    """A figure named on the command line (``mean_score``, ``share_poor``, ``mean sql_quality``) as the
+    headline figure it is (``mean score``, ``share poor``)."""
+    from ..stats.intervals import HEADLINE_FIGURES
+
+    known = [f for f, _ in HEADLINE_FIGURES]
+    t = " ".join(text.strip().split())
+    for cand in (t, t.replace("_", " ", 1), t.replace("_", " ")):
+        if cand in known:
+            return cand
+    raise ValueError(f"unknown figure {text!r}; expected one of {[k.replace(' ', '_', 1) for k in known]}")
+
+
+def _figure_frame(run: Any, figure: str) -> pd.DataFrame:
+    """The run's judged segments with ``value`` (the figure's per-segment value, rows without one dropped)."""
+    from ..rubric import Rubric
+    from ..runs import Run, load_run
+    from ..stats.intervals import figure_values, headline_segments
+
+    r = run if isinstance(run, Run) else load_run(run)
+    rubric = Rubric.model_validate(r.manifest.rubric) if r.manifest.rubric else Rubric.default()
+    seg = headline_segments(r.results, rubric).copy()
+    seg["value"] = figure_values(seg, figure)
+    return seg[np.isfinite(seg["value"])].sort_values("segment_id").reset_index(drop=True)
+
+
+def plan_for_runs(runs_: Sequence[Any], *, figure: str = "mean score", half_width: float | None = None,
+                  detect: float | None = None, labels: str | Path | None = None, correlation: float | None = None,
+                  signal: str | None = None, stratify: Sequence[str] | None = None, confidence: float | None = None,
+                  root: str | Path | None = None, seed: int = 0) -> dict[str, Any]:
+    """The labels a figure needs (:func:`axon_eval.stats.label_budget.plan_labels`), for one run and a target
+    ``half_width``, or for two runs and a difference ``detect`` to find (paired on ``segment_id`` when the
+    runs share segments, else independent: each run planned for a half-width ``sqrt(2)`` narrower).
+    What is known of the human values: ``labels`` (the labels so far, :func:`read_pilot`) or a stated
+    ``correlation``. ``signal``: the active design's signal (:func:`load_signal`); ``stratify``: the
+    stratified design's strata (default: the pack's strata when ``labels`` is a stratified pack, else the
+    judge's band). Returns ``{"plans": [(label, LabelPlan)], "mode", "target_half_width", "notes"}``."""
+    from ..runs import Run, load_run
+    from ..stats import label_budget as lb
+    from ..stats.intervals import CONFIDENCE, HEADLINE_FIGURES
+
+    conf = CONFIDENCE if confidence is None else float(confidence)
+    fig = figure_name(figure)
+    kind = dict(HEADLINE_FIGURES)[fig]
+    if (half_width is None) == (detect is None):
+        raise ValueError("give a target half-width (--half-width) or a difference to detect (--detect-difference)")
+    if (labels is None) == (correlation is None):
+        raise ValueError("give the labels so far (--labels) or a stated judge-human correlation (--correlation)")
+    runs_l = [r if isinstance(r, Run) else load_run(r) for r in runs_]
+    if not 1 <= len(runs_l) <= 2:
+        raise ValueError("plan-labels takes one run (a half-width) or two runs (a difference)")
+    if len(runs_l) == 2 and detect is None:
+        raise ValueError("two runs: give the difference to detect (--detect-difference)")
+    if len(runs_l) == 1 and detect is not None:
+        raise ValueError("--detect-difference needs two runs (RUN_A RUN_B)")
+    notes: list[str] = []
+    pilots = [read_pilot(r, labels, seed=seed) if labels is not None else None for r in runs_l]
+    for p in pilots:
+        if p is not None:
+            notes.extend(p.notes)
+    strat = tuple(stratify) if stratify else None
+    if strat is None and pilots[0] is not None and pilots[0].design and pilots[0].design.get("stratify"):
+        strat = tuple(pilots[0].design["stratify"])
+    strat = strat or ("band",)
+    frames = [_figure_frame(r, fig) for r in runs_l]
+    signals = [load_signal(signal, r, pilot=(pilot_residuals(r, p.labels, None if p.weights is None else
+                                                             p.weights.rename("weight").reset_index())
+                                              if p is not None else None), root=root)
+               if signal else None for r, p in zip(runs_l, pilots, strict=True)]
+
+    def one(frame: pd.DataFrame, pilot: Pilot | None, sig: Signal | None, target: float, human_col: str = "value",
+            keys: pd.DataFrame | None = None) -> lb.LabelPlan:
+        strata = _strata_of(frame, strat).to_numpy()
+        values = None if sig is None else sig.values.reindex(frame["segment_id"]).to_numpy(dtype=np.float64)
+        model = None
+        if pilot is not None:
+            hv = keys if keys is not None else _pilot_values(pilot, frame, fig)
+            pos = hv["position"].to_numpy()
+            w = hv["weight"].to_numpy(dtype=np.float64) if "weight" in hv and hv["weight"].notna().all() else None
+            model = lb.pilot_model(hv[human_col].to_numpy(), frame["value"].to_numpy()[pos], pos, w,
+                                   pilot_design=(pilot.design or {}).get("design"))
+        return lb.plan_labels(frame["value"].to_numpy(), target_half_width=target, kind=kind, figure=fig,
+                              strata_all=strata, signal=values, pilot=model, correlation=correlation, confidence=conf)
+
+    if len(runs_l) == 1:
+        plan = one(frames[0], pilots[0], signals[0], float(half_width))
+        return {"plans": [(runs_l[0].run_dir.name, plan)], "mode": "single", "target_half_width": float(half_width),
+                "notes": list(dict.fromkeys(notes + [s.description for s in signals if s is not None]))}
+    target = lb.detect_half_width(float(detect), conf)
+    a, b = frames
+    common = sorted(set(a["segment_id"]) & set(b["segment_id"]))
+    if len(common) >= 2:
+        pa, pb = a.set_index("segment_id").loc[common], b.set_index("segment_id").loc[common]
+        diff = pa.reset_index()[["segment_id", *(c for c in pa.columns if c in strat)]].copy()
+        diff["value"] = pb["value"].to_numpy() - pa["value"].to_numpy()
+        sig = None
+        if signals[0] is not None:
+            sa = signals[0].values.reindex(common).to_numpy(dtype=np.float64)
+            sb = signals[1].values.reindex(common).to_numpy(dtype=np.float64)
+            sig = Signal(pd.Series(np.sqrt(np.nan_to_num(sa) ** 2 + np.nan_to_num(sb) ** 2), index=common), signal or "",
+                         "the two runs' signals combined, sqrt(s_A^2 + s_B^2)")
+        keys = None
+        if pilots[0] is not None:
+            ha = _pilot_values(pilots[0], pa.reset_index(), fig).set_index("segment_id")
+            hb = _pilot_values(pilots[1], pb.reset_index(), fig).set_index("segment_id")
+            both = ha.index.intersection(hb.index)
+            if len(both) < lb.MIN_LABELLED + 1:
+                raise ValueError(f"only {len(both)} pair(s) are labelled in both runs; a paired plan needs at least "
+                                 f"{lb.MIN_LABELLED + 1} (or state --correlation)")
+            keys = pd.DataFrame({"segment_id": both, "value": hb.loc[both, "value"].to_numpy() - ha.loc[both, "value"].to_numpy(),
+                                 "position": ha.loc[both, "position"].to_numpy(),
+                                 "weight": ha.loc[both, "weight"].to_numpy()})
+        plan = one(diff, pilots[0], sig, target, keys=keys)
+        notes.append(f"paired on segment_id ({len(common)} pairs): the figure planned is the per-pair difference B - A; "
+                     + ("the stated correlation is that of the differences" if correlation is not None else
+                        "the pilot is the pairs labelled in both runs"))
+        return {"plans": [("B - A (paired)", plan)], "mode": "paired", "target_half_width": target,
+                "detect": float(detect), "notes": list(dict.fromkeys(notes))}
+    plans = [(r.run_dir.name, one(f, p, s, target / math.sqrt(2)))
+             for r, f, p, s in zip(runs_l, frames, pilots, signals, strict=True)]
+    notes.append("the runs share no segments: independent, each planned for a half-width sqrt(2) narrower "
+                 "(half-widths add in quadrature)")
+    return {"plans": plans, "mode": "independent", "target_half_width": target, "detect": float(detect),
+            "notes": list(dict.fromkeys(notes))}
+
+
+def _pilot_values(pilot: Pilot, frame: pd.DataFrame, figure: str) -> pd.DataFrame:
+    """The pilot's labelled segments among ``frame``'s: ``segment_id``, ``value`` (the human value of the
+    figure), ``position`` (row in ``frame``) and ``weight`` (``NaN`` when unknown)."""
+    from ..stats.intervals import figure_values
+
+    human = pilot.human.copy()
+    human["value"] = figure_values(human, figure)
+    pos = pd.Series(np.arange(len(frame)), index=frame["segment_id"])
+    human = human[human["segment_id"].isin(pos.index) & np.isfinite(human["value"])]
+    out = pd.DataFrame({"segment_id": human["segment_id"].to_numpy(), "value": human["value"].to_numpy(),
+                        "position": pos.reindex(human["segment_id"]).to_numpy()})
+    out["weight"] = np.nan if pilot.weights is None else out["segment_id"].map(pilot.weights).to_numpy()
+    if out.empty:
+        raise ValueError(f"none of the labels in {pilot.path} is on a judged segment of this run with a value for {figure}")
+    return out
