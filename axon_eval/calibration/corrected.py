@@ -61,7 +61,9 @@ def _rubric(run: Run) -> Rubric:
 
 def run_labels(run: Run | str | Path, labels: str | Path, *, seed: int = SEED) -> RunLabels:
     """Read ``labels`` for ``run``. A folder is a labelling pack: its newest ``*.imported.csv`` (else its
-    sheet) and ``design.json`` (design weights). A missing file is a ``FileNotFoundError`` naming it."""
+    sheet) and ``design.json`` (design weights ``1/pi``: every design, uniform, stratified or active, and
+    every batch). A labels file carrying an ``inclusion_probability`` column gives the weights ``1/pi``
+    itself. A missing file is a ``FileNotFoundError`` naming it."""
     r = run if isinstance(run, Run) else load_run(run)
     path = Path(labels)
     if not path.exists():
@@ -74,6 +76,10 @@ def run_labels(run: Run | str | Path, labels: str | Path, *, seed: int = SEED) -
         imported = sorted(path.glob("*.imported.csv"))
         path = imported[-1] if imported else path / labelling.SHEET_FILE
     tidy, problems, constructed = labelling.read_human_labels(path, labelling.known_from_results(r.results), seed=seed)
+    column = labelling.INCLUSION_COLUMN
+    if design is None and column in tidy.columns and len(tidy) and tidy[column].notna().all():
+        pi = tidy.groupby("segment_id")[column].first().astype(float)
+        design = pd.DataFrame({"segment_id": pi.index, "weight": 1.0 / pi.to_numpy()})
     human = human_values(tidy, r.results, _rubric(r))
     return RunLabels(path, tidy, human, design, constructed, tuple(str(p) for p in problems))
 
@@ -83,20 +89,30 @@ def corrected_comparison(comparison: Any, labels_a: RunLabels, labels_b: RunLabe
     """The human-corrected difference B - A of the mean score and each band's share
     (:func:`axon_eval.stats.difference.corrected_differences`) for a
     :class:`~axon_eval.runs.compare.RunComparison`: paired on its ``pair_by`` key, or ``independent``
-    (different traffic). ``attrs["notes"]`` carries the labels' notes; a labelling pack's design weights
-    are not used by the difference (said in the notes)."""
+    (different traffic). ``attrs["notes"]`` carries the labels' notes and says whether the labels' design
+    weights ``1/pi`` were applied (a labelling pack's ``design.json`` or an ``inclusion_probability``
+    column) or the labels were treated as a simple random sample."""
     run_a, run_b = load_run(comparison.run_a), load_run(comparison.run_b)
     seg_a = headline_segments(run_a.results, _rubric(run_a))
     seg_b = headline_segments(run_b.results, _rubric(run_b))
+
+    def weights(lab: RunLabels) -> pd.Series | None:
+        if lab.design is None:
+            return None
+        d = lab.design.drop_duplicates("segment_id")
+        return pd.Series(d["weight"].astype(float).to_numpy(), index=d["segment_id"].astype(str))
+
     out = corrected_differences(seg_a, seg_b, labels_a.human, labels_b.human, design=design,
                                 pair_by=comparison.pair_by,
-                                confidence=comparison.confidence if confidence is None else confidence)
+                                confidence=comparison.confidence if confidence is None else confidence,
+                                weights_a=weights(labels_a), weights_b=weights(labels_b))
     notes = list(out.attrs.get("notes", []))
     for side, lab in (("A", labels_a), ("B", labels_b)):
         notes.extend(f"{side}: {n}" for n in lab.notes())
-        if lab.design is not None:
-            notes.append(f"{side}: the labelling pack's design weights are not applied to the difference "
-                         "(its labelled units are treated as a simple random sample)")
+        notes.append(f"{side}: " + ("the labels' design weights (1 / inclusion probability) are applied"
+                                    if lab.design is not None else
+                                    "the labels' inclusion probabilities are unknown (no design.json, no "
+                                    "inclusion_probability column): they are treated as a simple random sample"))
     out.attrs["notes"] = list(dict.fromkeys(notes))
     return out
 

@@ -25,6 +25,14 @@ designs:
   independent; half-widths add in quadrature, exact for normal intervals and a close approximation for
   the Student-t intervals of small labelled samples).
 
+**Design weights.** Labels drawn with unequal inclusion probabilities ``pi`` (a stratified or active
+labelling pack, :mod:`axon_eval.stats.label_budget`) carry the weight ``w = 1/pi``: each run's (or each
+pair's) correction is then the weighted PPI++ of :mod:`axon_eval.stats.ppi` (the imputed term over every
+judged unit, the rectifier's mean weighted by ``w``). A pair's weight is the weight its two sides share
+(one pack drawn on the pairs), or when the runs were labelled from different packs the product of the two
+(each side drawn independently). Without weights the labelled units are treated as a simple random
+sample.
+
 Beside each corrected difference the **judge-only** difference is given with its normal interval on
 the same units: it covers the sampling of units but not the judge's bias, so its coverage of the true
 difference falls as the judge's bias differs between the runs (the tests measure both in a seeded
@@ -119,9 +127,10 @@ def _human_on(units: pd.DataFrame, human: pd.DataFrame) -> pd.DataFrame:
 
 
 def paired_difference(judge_a: np.ndarray, judge_b: np.ndarray, human_a: np.ndarray, human_b: np.ndarray, *,
-                      figure: str = "mean score", kind: str = "mean", confidence: float = CONFIDENCE
-                      ) -> CorrectedDifference:
-    """The paired design on aligned arrays (one entry per pair; ``NaN`` human values = not labelled)."""
+                      figure: str = "mean score", kind: str = "mean", confidence: float = CONFIDENCE,
+                      weights: np.ndarray | None = None) -> CorrectedDifference:
+    """The paired design on aligned arrays (one entry per pair; ``NaN`` human values = not labelled);
+    ``weights``: each pair's design weight ``1/pi`` (``None``: a simple random sample of pairs)."""
     ja, jb, ha, hb = (np.asarray(x, dtype=np.float64) for x in (judge_a, judge_b, human_a, human_b))
     if not len(ja) == len(jb) == len(ha) == len(hb):
         raise ValueError(f"paired arrays differ in length: {len(ja)}, {len(jb)}, {len(ha)}, {len(hb)}")
@@ -136,25 +145,31 @@ def paired_difference(judge_a: np.ndarray, judge_b: np.ndarray, human_a: np.ndar
         missing = _nan_interval(n_lab, "none", confidence, note)
         return CorrectedDifference(figure, kind, "paired", judge_iv, missing, missing, None, None, None, n_lab, n_unl,
                                    note)
-    labels = classical_mean(d[labelled], confidence=confidence)
-    res = ppi_mean(d[labelled], dhat[labelled], dhat[judged & ~labelled], confidence=confidence)
+    w = None if weights is None else np.asarray(weights, dtype=np.float64)[labelled]
+    labels = classical_mean(d[labelled], w=w, confidence=confidence)
+    unlabelled = dhat[judged & ~labelled] if w is None else dhat[judged]  # weighted: imputed over every unit
+    res = ppi_mean(d[labelled], dhat[labelled], unlabelled, w=w, confidence=confidence)
     return CorrectedDifference(figure, kind, "paired", judge_iv, res.interval(_method("paired differences", res)),
                                labels.interval("normal (CLT), labelled pairs only"), float(res.lam), None, None,
                                n_lab, n_unl)
 
 
 def independent_difference(judge_a: np.ndarray, human_a: np.ndarray, judge_b: np.ndarray, human_b: np.ndarray, *,
-                           figure: str = "mean score", kind: str = "mean", confidence: float = CONFIDENCE
+                           figure: str = "mean score", kind: str = "mean", confidence: float = CONFIDENCE,
+                           weights_a: np.ndarray | None = None, weights_b: np.ndarray | None = None
                            ) -> CorrectedDifference:
-    """The independent design: each run's arrays are its own units (``NaN`` human value = not labelled)."""
+    """The independent design: each run's arrays are its own units (``NaN`` human value = not labelled);
+    ``weights_a``/``weights_b``: each unit's design weight ``1/pi`` (``None``: a simple random sample)."""
     parts = []
-    for what, j, h in (("A", judge_a, human_a), ("B", judge_b, human_b)):
+    weights = []
+    for what, j, h, w in (("A", judge_a, human_a, weights_a), ("B", judge_b, human_b, weights_b)):
         j, h = np.asarray(j, dtype=np.float64), np.asarray(h, dtype=np.float64)
         if len(j) != len(h):
             raise ValueError(f"run {what}: {len(j)} judged values but {len(h)} human values")
         judged = np.isfinite(j)
         lab = judged & np.isfinite(h)
         parts.append((j, h, judged, lab))
+        weights.append(None if w is None else np.asarray(w, dtype=np.float64)[lab])
     n_lab = int(sum(p[3].sum() for p in parts))
     n_unl = int(sum((p[2] & ~p[3]).sum() for p in parts))
     judge_ivs = [classical_mean(j[judged], confidence=confidence).interval("normal (CLT)") if judged.sum() >= 2
@@ -167,8 +182,10 @@ def independent_difference(judge_a: np.ndarray, human_a: np.ndarray, judge_b: np
         missing = _nan_interval(n_lab, "none", confidence, note)
         return CorrectedDifference(figure, kind, "independent", judge_iv, missing, missing, None, None, None, n_lab,
                                    n_unl, note)
-    fits = [ppi_mean(h[lab], j[lab], j[judged & ~lab], confidence=confidence) for j, h, judged, lab in parts]
-    labels = [classical_mean(h[lab], confidence=confidence).interval("labels") for _, h, _, lab in parts]
+    fits = [ppi_mean(h[lab], j[lab], j[judged & ~lab] if w is None else j[judged], w=w, confidence=confidence)
+            for (j, h, judged, lab), w in zip(parts, weights, strict=True)]
+    labels = [classical_mean(h[lab], w=w, confidence=confidence).interval("labels")
+              for (_, h, _, lab), w in zip(parts, weights, strict=True)]
     corrected = _difference_interval(fits[0].interval("PPI++"), fits[1].interval("PPI++"),
                                      _method("independent runs", fits[0]) if fits[0].df is not None
                                      else _method("independent runs", fits[1]))
@@ -179,7 +196,8 @@ def independent_difference(judge_a: np.ndarray, human_a: np.ndarray, judge_b: np
 
 def corrected_differences(judge_a: pd.DataFrame, judge_b: pd.DataFrame, human_a: pd.DataFrame,
                           human_b: pd.DataFrame, *, design: str = "paired", pair_by: str = PAIR_BY,
-                          figures: Sequence[str] = DIFFERENCE_FIGURES, confidence: float = CONFIDENCE) -> pd.DataFrame:
+                          figures: Sequence[str] = DIFFERENCE_FIGURES, confidence: float = CONFIDENCE,
+                          weights_a: pd.Series | None = None, weights_b: pd.Series | None = None) -> pd.DataFrame:
     """The corrected difference B - A of each figure (one row per figure, :meth:`CorrectedDifference.row`).
 
     ``judge_a``/``judge_b``: each run's judged units, one row per segment
@@ -187,7 +205,8 @@ def corrected_differences(judge_a: pd.DataFrame, judge_b: pd.DataFrame, human_a:
     each run's labelled segments (``segment_id``, ``score``, ``band``;
     :func:`axon_eval.stats.estimates.human_values`). ``design``: ``"paired"`` (units paired on
     ``pair_by``, unique within each run) or ``"independent"``. ``confidence``: two-sided level.
-    ``attrs["notes"]`` says what was left out.
+    ``weights_a``/``weights_b``: the labelled segments' design weights ``1/pi`` by ``segment_id`` (module
+    docstring; ``None``: a simple random sample). ``attrs["notes"]`` says what was left out.
     """
     if design not in DESIGNS:
         raise ValueError(f"design must be one of {DESIGNS}, got {design!r}")
@@ -204,22 +223,53 @@ def corrected_differences(judge_a: pd.DataFrame, judge_b: pd.DataFrame, human_a:
     else:
         a, b = judge_a.reset_index(drop=True), judge_b.reset_index(drop=True)
         ha, hb = _human_on(a, human_a), _human_on(b, human_b)
+    wa = None if weights_a is None else a["segment_id"].astype(str).map(weights_a).to_numpy(dtype=np.float64)
+    wb = None if weights_b is None else b["segment_id"].astype(str).map(weights_b).to_numpy(dtype=np.float64)
+    pair_w = None
+    if design == "paired" and (wa is not None or wb is not None):
+        if wa is None or wb is None:
+            pair_w = wa if wb is None else wb
+        else:
+            same = np.isclose(wa, wb, equal_nan=True)
+            pair_w = np.where(same, wa, wa * wb)
+            if (~same & np.isfinite(wa) & np.isfinite(wb)).any():
+                notes.append("the two runs' labels come from different packs: a pair's weight is the product of its "
+                             "two sides' weights (each side drawn independently)")
     rows = []
     for figure in figures:
         kind = "mean" if figure == "mean score" else "share"
         args = dict(figure=figure, kind=kind, confidence=confidence)
         if design == "paired":
             rec = paired_difference(figure_values(a, figure), figure_values(b, figure), figure_values(ha, figure),
-                                    figure_values(hb, figure), **args)
+                                    figure_values(hb, figure), weights=_usable(pair_w, ha, hb, figure, notes), **args)
         else:
             rec = independent_difference(figure_values(a, figure), figure_values(ha, figure),
-                                         figure_values(b, figure), figure_values(hb, figure), **args)
+                                         figure_values(b, figure), figure_values(hb, figure),
+                                         weights_a=_usable(wa, ha, None, figure, notes),
+                                         weights_b=_usable(wb, hb, None, figure, notes), **args)
         rows.append(rec.row())
     out = pd.DataFrame(rows)
-    out.attrs["notes"] = notes
+    out.attrs["notes"] = list(dict.fromkeys(notes))
     out.attrs["design"] = design
     out.attrs["pair_by"] = pair_by
     return out
+
+
+def _usable(w: np.ndarray | None, h1: pd.DataFrame, h2: pd.DataFrame | None, figure: str, notes: list[str]
+            ) -> np.ndarray | None:
+    """``w`` when every labelled unit of ``figure`` has a finite weight > 0, else ``None`` (a simple random
+    sample), said in ``notes``."""
+    if w is None:
+        return None
+    lab = np.isfinite(figure_values(h1, figure))
+    if h2 is not None:
+        lab &= np.isfinite(figure_values(h2, figure))
+    ok = np.isfinite(w[lab]) & (w[lab] > 0)
+    if ok.all():
+        return np.where(np.isfinite(w) & (w > 0), w, 1.0)
+    notes.append(f"{int((~ok).sum())} labelled unit(s) have no design weight: the labels are treated as a simple "
+                 "random sample")
+    return None
 
 
 def format_differences(table: pd.DataFrame) -> list[str]:
