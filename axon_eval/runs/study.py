@@ -163,6 +163,11 @@ STUDY_HEADLINES: dict[str, tuple[Headline, ...]] = {
         Headline("recommended panel", ("recommended", "panel_id")),
         Headline("its band kappa", ("recommended", "band_kappa"), interval=("recommended", "band_kappa_ci"),
                  n=("recommended", "n"))),
+    "11_label_budget": (
+        Headline("labels the active design saves at the target half-width, signal correlation {key}",
+                 ("labels_saved", LAST, "share_saved"), n=("n_replications",), unit="replications of each draw",
+                 share=True),
+        Headline("goal met: active saves the goal's share of labels", ("goals", "active_saves_labels", "met"))),
 }
 
 
@@ -217,7 +222,7 @@ def headline_text(record: Mapping[str, Any], h: Headline) -> str:
 
 def study_headlines(record: Mapping[str, Any]) -> list[str]:
     """The headline lines of a ``study.json`` (:data:`STUDY_HEADLINES` of its ``study``), prefixed
-    ``SIMULATED`` when the study says it is; for a study without an entry, its first scalar figures."""
+    ``SIMULATED`` when the study says it is; for a study without an entry, its first two numbers."""
     heads = STUDY_HEADLINES.get(str(record.get("study")))
     prefix = "SIMULATED " if record.get("simulated") else ""
     if heads is None:
@@ -225,7 +230,7 @@ def study_headlines(record: Mapping[str, Any]) -> list[str]:
 
         skip = {"study", "simulated", "source_run"}
         return [f"{prefix}{k}: {fmt_number(v)}" for k, v in record.items()
-                if k not in skip and isinstance(v, int | float | str | bool)][:2]
+                if k not in skip and isinstance(v, int | float | bool)][:2]
     return [prefix + headline_text(record, h) for h in heads]
 
 
