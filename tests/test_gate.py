@@ -213,3 +213,28 @@ def test_the_example_workflow_runs_offline_with_the_heuristic_judge(tmp_path):
         assert done.returncode == 0, (step["name"], done.stdout[-2000:], done.stderr[-2000:])
     assert summary.read_text().startswith("### :white_check_mark: gate PASSED")
     assert ET.parse(work / "gate-results.xml").getroot().find("testsuite").get("failures") == "0"
+
+
+def test_two_agent_versions_are_paired_by_the_question_they_answered(tmp_path, capsys):
+    """Version B answered the same questions in other turns (other ids, another evidence file): paired by
+    ``question`` they compare; by segment id they are refused, with the way out named."""
+    turns = [json.loads(line) for line in SAMPLE.read_text().splitlines() if line.strip()]
+    seen, kept = set(), []
+    for t in turns:
+        if t["question"] not in seen and "?" in t["question"] and t["question"].count("?") == 1:
+            seen.add(t["question"])
+            kept.append(t)
+    a_file, b_file = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a_file.write_text("".join(json.dumps(t) + "\n" for t in kept))
+    b_file.write_text("".join(json.dumps({**t, "turn_id": t["turn_id"] + "-v2"}) + "\n" for t in reversed(kept)))
+    a = runs.evaluate(a_file, "heuristic", out_dir=tmp_path / "runs", name="a", progress=False, cache=False)
+    b = runs.evaluate(b_file, "heuristic", out_dir=tmp_path / "runs", name="b", progress=False, cache=False)
+    single = a.results.groupby("turn_id")["segment_id"].transform("count") == 1
+    assert single.all(), "the kept turns are unbundled: one question, one segment"
+    assert main(["compare", str(a.run_dir), str(b.run_dir), "--no-write", "--n-boot", "200"]) == 2
+    assert "--pair-by question" in capsys.readouterr().err
+    assert main(["compare", str(a.run_dir), str(b.run_dir), "--no-write", "--n-boot", "200",
+                 "--pair-by", "question"]) == 0
+    out = capsys.readouterr().out
+    assert f"({len(kept)} paired segments, paired by question)" in out
+    assert "no difference detected" in out and "mean score: +0.0 (+0.0 to +0.0)" in out
