@@ -24,13 +24,13 @@ The designs (:func:`simulate_design`): *labels only* and *uniform* PPI++ on the 
 *stratified* PPI by the judge's band with the Neyman allocation from given strata SDs; *active* with a
 signal known before labelling (one batch), or with ``model``: a batch-sequential design whose first
 :data:`~axon_eval.stats.label_budget.FIRST_BATCH_SHARE` of the budget is uniform and whose second batch
-is drawn with probabilities from the model of ``|label - judge|`` (:func:`~axon_eval.stats.label_budget.
-error_model`, cells = the judge's band) fitted on the first. A segment drawn in both batches reuses its
+is drawn with probabilities from the model of ``|label - judge|``
+(:func:`~axon_eval.stats.label_budget.error_model`, cells = the judge's band) fitted on the first. A segment drawn in both batches reuses its
 label: ``n_distinct`` counts the labels actually spent (the budget counts draws). Every replication
 gets the estimator's own interval (``lam`` and the Student-t rule of :mod:`axon_eval.stats.ppi`).
 
 **Labels saved** (:func:`labels_saved`): with ``B_d`` the rectifier variance per label measured in the
-replications (``n * mean(se^2 - imputed variance)``, averaged over the budgets), the labels a design needs
+replications (``n * mean(se^2 - the run's own term)``, averaged over the budgets), the labels a design needs
 for a mean half-width ``h`` are ``B_d / ((h / z)^2 - A)`` (``A`` the imputed term's variance); labels saved
 = uniform's minus active's, and their share ``1 - B_active / B_uniform`` does not depend on ``h``.
 
