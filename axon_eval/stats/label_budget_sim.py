@@ -31,7 +31,7 @@ gets the estimator's own interval (``lam`` and the Student-t rule of :mod:`axon_
 
 **Labels saved** (:func:`labels_saved`): with ``B_d`` the rectifier variance per label measured in the
 replications (``n * mean(se^2 - the run's own term)``, averaged over the budgets), the labels a design needs
-for a mean half-width ``h`` are ``B_d / ((h / z)^2 - A)`` (``A`` the imputed term's variance); labels saved
+for a mean half-width ``h`` are ``B_d / ((h / z)^2 - A)`` (``A`` the run's own term ``var(Y)/N``); labels saved
 = uniform's minus active's, and their share ``1 - B_active / B_uniform`` does not depend on ``h``.
 
 **Goals** (:data:`GOALS`), reported and recorded: with a signal of correlation at least
