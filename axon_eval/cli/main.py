@@ -2,7 +2,7 @@
 
 Verb groups, one module each: :mod:`.evidence` (``schema``, ``validate``), :mod:`.runs` (the run verbs; it
 documents the exit codes), :mod:`.compare` (``compare``, ``gate``), :mod:`.drift` (``anchor``, ``drift``), :mod:`.labelling`
-(``sample-for-labelling``, ``import-labels``), :mod:`.importers` (``import-traces``, ``export-otlp``),
+(``sample-for-labelling``, ``import-labels``, ``plan-labels``), :mod:`.importers` (``import-traces``, ``export-otlp``),
 :mod:`.reference` (``grade-reference``). Output piped into a program that stops reading early (``| head``)
 ends quietly. Ctrl-C prints one line (how much a run judged and where its folder is, kept and marked
 ``interrupted``: :class:`axon_eval.runs.manifest.RunInterrupted`), never a traceback, and exits 130.

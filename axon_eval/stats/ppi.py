@@ -184,8 +184,8 @@ def coverage_note(n_labelled: int, kind: str, weighted: bool, confidence: float 
 
 
 SRS_DESIGN = "simple random sample (unweighted PPI++; unlabelled = judged segments without a label)"
-WEIGHTED_DESIGN = ("stratified, weighted PPI++ (labelled segments weighted by inverse inclusion probability "
-                   "N_h/n_h; imputed term over every judged segment)")
+WEIGHTED_DESIGN = ("weighted PPI++ (labelled segments weighted by 1 / inclusion probability from the pack's "
+                   "design: N_h/n_h for a stratified sample; imputed term over every judged segment)")
 
 
 @dataclass(frozen=True)
