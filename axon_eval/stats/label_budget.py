@@ -151,18 +151,19 @@ from .ppi import MIN_LABELLED, PLAIN_PPI_LAM, SMALL_SAMPLE_LABELLED
 DESIGNS: tuple[str, ...] = ("uniform", "stratified", "active")
 #: The labels-only estimate (uniform sample, no judge), planned beside the designs.
 LABELS_ONLY = "labels only"
-#: Share of the budget an active design spreads uniformly (the defensive mixture): with any signal the
-#: rectifier's variance is at most 1 / MIX_UNIFORM = 2 times uniform sampling's.
+#: The share of the budget an active design spreads uniformly (the defensive mixture). With any signal
+#: the rectifier's variance is at most 1 / MIX_UNIFORM = 2 times uniform sampling's.
 MIX_UNIFORM = 0.5
 #: A signal below this fraction of its mean counts as this fraction (so a zero signal is not ignored).
 SIGNAL_FLOOR = 0.1
-#: Fewest labels a stratified design takes from a stratum: its variance needs two.
+#: The fewest labels a stratified design takes from a stratum (its variance needs two).
 MIN_PER_STRATUM = 2
 #: Probability with which the planned n reaches the target half-width.
 ASSURANCE = 0.90
 #: Power with which a planned difference is detected (two-sided, at the interval's confidence).
 DETECT_POWER = 0.80
-#: Fewest labels a model of |label - judge| is fitted on; with fewer the signal is flat (uniform).
+#: The fewest labels a model of the absolute error ``|label - judge|`` is fitted on; with fewer the signal
+#: is flat (uniform).
 MIN_MODEL_LABELS = 10
 #: Pseudo-labels shrinking a cell's mean squared error toward the overall one in the error model.
 SHRINK_LABELS = 5.0

@@ -87,7 +87,7 @@ from .ppi import PLAIN_PPI_LAM, SMALL_SAMPLE_LABELLED
 STUDY = "11_label_budget"
 #: Segments of the SIMULATED population (large beside the budgets, as a real run is).
 SIM_SEGMENTS = 4000
-#: The SIMULATED judge's scores: mean and SD (points).
+#: The mean and SD (points) of the SIMULATED judge's scores.
 JUDGE_MEAN, JUDGE_SD = 70.0, 18.0
 #: The SIMULATED judge is this many points more lenient than people on average.
 JUDGE_BIAS = 2.0

@@ -144,7 +144,8 @@ def _poisson1_cdf() -> np.ndarray:
     return cdf
 
 
-#: The inverse-CDF table of Poisson(1): weight ``k`` for a uniform ``u`` with ``cdf[k-1] <= u < cdf[k]``.
+#: The inverse-CDF table of Poisson(1), giving weight ``k`` for a uniform ``u`` with
+#: ``cdf[k-1] <= u < cdf[k]``.
 POISSON1_CDF: np.ndarray = _poisson1_cdf()
 #: The largest weight the table can give.
 POISSON_MAX = len(POISSON1_CDF) - 1
