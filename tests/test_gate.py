@@ -238,3 +238,10 @@ def test_two_agent_versions_are_paired_by_the_question_they_answered(tmp_path, c
     out = capsys.readouterr().out
     assert f"({len(kept)} paired segments, paired by question)" in out
     assert "no difference detected" in out and "mean score: +0.0 (+0.0 to +0.0)" in out
+
+
+def test_a_regression_gate_on_runs_sharing_fewer_than_two_segments_is_a_usage_error(sample_runs, tmp_path, capsys):
+    one = runs.evaluate(SAMPLE, "heuristic", out_dir=tmp_path, name="one", progress=False, cache=False, limit=1)
+    assert main(["compare", str(sample_runs["base"]), str(one.run_dir), "--no-write", "--fail-on-regression",
+                 "--margin", "2"]) == 2
+    assert "needs at least 2 paired segments" in capsys.readouterr().err

@@ -140,8 +140,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             columns={"n_labelled": "n"}).assign(method="PPI++ normal, " + comparison.corrected.attrs["design"])
         statistic = (f"the human-corrected (PPI++, {comparison.corrected.attrs['design']}) difference B - A, normal "
                      "interval")
+    elif comparison.paired is None:
+        return _usage_error(ValueError(f"the runs share {comparison.n_compared} judged segment(s); a gate on B - A "
+                                       "needs at least 2 paired segments"))
     else:
-        table = comparison.paired.shares.copy()  # type: ignore[union-attr]
+        table = comparison.paired.shares.copy()
         statistic = "the difference B - A over paired units, turn-clustered bootstrap percentile interval"
     try:
         decision = non_inferiority_gate(table, margins, statistic=statistic, confidence=comparison.confidence,
