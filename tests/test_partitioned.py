@@ -235,3 +235,16 @@ def test_a_client_the_notebook_already_made_is_used(tmp_path):
     assert run.manifest.partitions["engine"] == "dask.distributed" and run.manifest.status == "complete"
     alone = runs.evaluate(SAMPLE, "heuristic", out_dir=tmp_path / "runs", progress=False, cache=False, limit=10)
     assert alone.manifest.partitions is None  # the client is closed: one process again
+
+
+def test_the_request_limit_bounds_partitions_only_for_a_judge_that_sends_requests():
+    from axon_eval.runs.partitioned import partitions_in_flight
+
+    assert partitions_in_flight(64, 8, sends_requests=False) == (64, 8)  # the offline judge: every core
+    assert partitions_in_flight(64, 8, sends_requests=True) == (8, 1)  # 8 requests at most across the cluster
+    assert partitions_in_flight(2, 8, sends_requests=True) == (2, 4)
+    assert partitions_in_flight(4, 1, sends_requests=True) == (1, 1)
+    for slots in range(1, 20):
+        for concurrency in range(1, 20):
+            k, each = partitions_in_flight(slots, concurrency, sends_requests=True)
+            assert k * each <= concurrency and k <= slots

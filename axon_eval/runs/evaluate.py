@@ -311,7 +311,8 @@ def _judge_partitioned(engine: Any, folder: Path, evidence: Path, judge: Judge, 
     done = run_partitions(engine, evidence, folder, judge.spec, rubric, limit=opts.limit, cache_path=cache_path,
                           concurrency=opts.concurrency, chunk_size=opts.chunk_size, max_cost_usd=opts.max_cost_usd,
                           compress_audit=opts.compress_audit, partition_bytes=partition_bytes,
-                          progress=opts.progress, on_partition=lambda o, k, n: _heartbeat(folder, manifest, k, n))
+                          progress=opts.progress, on_partition=lambda o, k, n: _heartbeat(folder, manifest, k, n),
+                          sends_requests=bool(judge_provenance(judge)))
     invalid_list.extend(done.invalid)
     if done.summary is not None:  # the headline figures merged from the parts' sums: no part is read here
         from ..stats.mergeable import headline_from_summary

@@ -471,6 +471,17 @@ def _merge(summaries: Sequence[Any]) -> Any:
     return merge_summaries(present) if present else None
 
 
+def partitions_in_flight(slots: int, concurrency: int, sends_requests: bool) -> tuple[int, int]:
+    """``(partitions at once, request slots per partition)``. A judge that sends requests (a language
+    model) never has more than ``concurrency`` in flight across the cluster: at most that many partitions
+    run at once, each with ``max(1, concurrency // k)`` slots. A judge that sends none (the offline
+    heuristic) runs a partition on every slot."""
+    if not sends_requests:
+        return max(1, slots), max(1, concurrency)
+    k = max(1, min(slots, concurrency))
+    return k, max(1, concurrency // k)
+
+
 def partition_limits(scans: Sequence[PartitionScan], skip: Mapping[int, Mapping[int, int]],
                      limit: int | None) -> dict[int, int | None]:
     """Each partition's share of ``limit`` (the first ``limit`` valid turns of the file, in order)."""
@@ -525,12 +536,13 @@ def run_partitions(engine: Engine | None, evidence: str | Path, folder: str | Pa
                    limit: int | None = None, cache_path: str | Path | None = None, concurrency: int = 8,
                    chunk_size: int = 512, max_cost_usd: float | None = None, compress_audit: bool = False,
                    partition_bytes: int = PARTITION_BYTES, progress: bool = True,
-                   on_partition: Any = None) -> PartitionedRun:
+                   on_partition: Any = None, sends_requests: bool = True) -> PartitionedRun:
     """Judge every partition of ``evidence`` into ``folder`` (module docstring) and merge the parts.
 
     ``engine`` runs the partitions (``None``: one after another in this process, the same functions);
     ``cache_path`` is the shared SQLite cache (used by the workers when they share this machine's disk,
-    else filled from the journals here after the run); ``on_partition(outcome, done, total)`` is called
+    else filled from the journals here after the run); ``sends_requests``: the judge calls an API, so
+    ``concurrency`` bounds the requests across the cluster (:func:`partitions_in_flight`); ``on_partition(outcome, done, total)`` is called
     as each partition finishes (the heartbeat). Finished partitions of an earlier attempt are kept."""
     from ..evidence import plan_byte_ranges
 
@@ -544,9 +556,7 @@ def run_partitions(engine: Engine | None, evidence: str | Path, folder: str | Pa
     limits = partition_limits(scans, skip, limit)
     slots = engine.slots if engine is not None else 1
     paid = max_cost_usd is not None
-    # never more requests in flight across the cluster than one process may send
-    in_flight = max(1, min(slots, concurrency))
-    per_partition = max(1, concurrency // in_flight)
+    in_flight, per_partition = partitions_in_flight(slots, concurrency, sends_requests)
     shared_cache = str(cache_path) if cache_path is not None and (engine is None or engine.local) else None
     bar = None
     if progress:
