@@ -118,6 +118,7 @@ def test_gate_markdown_and_junit_xml_carry_one_case_per_figure(sample_runs, tmp_
     assert code == EXIT_GATE_FAILED
     md = capsys.readouterr().out
     assert md.startswith("### :x: gate FAILED") and "| figure | estimate | interval |" in md
+    assert md.count("| 97 |") == 3  # every gated figure carries its n (the sample's 97 segments)
     assert sum(line.startswith("| ") for line in md.splitlines()) == 1 + 3  # the header row and three figures
     suite = ET.parse(xml_path).getroot().find("testsuite")
     cases = suite.findall("testcase")
