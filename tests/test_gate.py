@@ -25,7 +25,7 @@ from axon_eval.cli import main
 from axon_eval.cli.compare import EXIT_GATE_FAILED
 from axon_eval.stats.calibration_record import CalibrationRecord
 from axon_eval.stats.gate import non_inferiority_gate, one_sided_level, threshold_gate
-from axon_eval.stats.intervals import headline_table
+from axon_eval.stats.gate_intervals import gate_table
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data/turns/sample_turns.jsonl"
@@ -86,7 +86,7 @@ def sample_runs(tmp_path_factory):
 
 def test_gate_prints_each_figure_with_its_interval_and_bound_and_exits_by_the_decision(sample_runs, capsys):
     base = sample_runs["base"]
-    table = headline_table(runs.load_run(base).results, n_boot=500, seed=0).set_index("figure")
+    table = gate_table(runs.load_run(base).results).set_index("figure")
     lo, hi_poor = table.loc["mean score", "lo"], table.loc["share poor", "hi"]
     assert main(["gate", str(base), "--min-mean-score", f"{lo - 0.5:.2f}", "--max-share-poor", f"{hi_poor + 0.01:.3f}",
                  "--n-boot", "500"]) == 0
@@ -148,7 +148,11 @@ def test_a_simulated_judge_is_refused_unless_allowed_and_then_said(sample_runs, 
 def test_compare_fails_on_a_regression_beyond_the_margin_and_passes_an_identical_run(sample_runs, capsys):
     base, again, harsher = (str(sample_runs[k]) for k in ("base", "again", "harsher"))
     args = ["--no-write", "--n-boot", "500", "--fail-on-regression"]
-    assert main(["compare", base, again, *args, "--margin", "2", "--margin-share-poor", "0.03"]) == 0
+    # an identical run: every pair equal, so only the score's range bounds the difference; 97 pairs
+    # cannot exclude a 3.7% chance of a 100-point collapse (a 2-point margin), but can exclude 4 points
+    assert main(["compare", base, again, *args, "--margin", "2"]) == EXIT_GATE_FAILED
+    assert "every value is 0" in capsys.readouterr().out
+    assert main(["compare", base, again, *args, "--margin", "5", "--margin-share-poor", "0.05"]) == 0
     out = capsys.readouterr().out
     assert "gate PASSED" in out and "the difference B - A over paired units" in out
     # the stricter rubric drops the mean by about 10 points: beyond a 2-point margin
@@ -245,4 +249,4 @@ def test_a_regression_gate_on_runs_sharing_fewer_than_two_segments_is_a_usage_er
     one = runs.evaluate(SAMPLE, "heuristic", out_dir=tmp_path, name="one", progress=False, cache=False, limit=1)
     assert main(["compare", str(sample_runs["base"]), str(one.run_dir), "--no-write", "--fail-on-regression",
                  "--margin", "2"]) == 2
-    assert "needs at least 2 paired segments" in capsys.readouterr().err
+    assert "needs paired segments" in capsys.readouterr().err

@@ -6,7 +6,8 @@ the figures are written to ``runs/<UTC date>T<time>Z_bench/bench.json``.
 
 Sections: ``scoring`` (:mod:`axon_eval.bench.scoring`), ``heuristic`` (:mod:`axon_eval.bench.heuristic`), ``judges``
 (:mod:`axon_eval.bench.llm`), ``runs`` (:mod:`axon_eval.bench.runs`), ``studies`` (every entry of
-:data:`STUDY_BENCHES`, e.g. :mod:`axon_eval.bench.noise`, :mod:`axon_eval.bench.sensitivity`).
+:data:`STUDY_BENCHES`, e.g. :mod:`axon_eval.bench.noise`, :mod:`axon_eval.bench.sensitivity`), ``gate_error``
+(:mod:`axon_eval.bench.gate_error`: the SIMULATED error of every gate rule at n = 5 to 300).
 ``--only NAME`` runs one.
 
 Every memory figure is the peak RSS of a fresh process, interpreter and imports included, measured
@@ -58,6 +59,7 @@ EXTERNAL_SECTIONS = {
     "estimates": ("axon_eval.bench.estimates", "bench_estimates"),  # SIMULATED PPI coverage, trend over 200 runs
     "partitioned": ("axon_eval.bench.partitioned", "bench_partitioned"),  # Dask workers: speed-up, memory
     "label_budget": ("axon_eval.bench.label_budget", "bench_label_budget"),  # study 11: planner at 1M segments, SIMULATED study
+    "gate_error": ("axon_eval.bench.gate_error", "bench_gate_error"),  # SIMULATED one-sided error of every gate rule
 }
 
 

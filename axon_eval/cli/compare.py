@@ -8,8 +8,10 @@
     gate one run's headline figures on their interval bounds (:mod:`axon_eval.stats.gate`)
 
 Exit status: 0 passed (or nothing gated by ``compare``); :data:`EXIT_GATE_FAILED` (8) a gate failed;
-2 a usage or input error (a missing run, a bad threshold, a stale calibration with ``--corrected``, a
-simulated or local-server judge without ``--allow-simulated``). A CI job tells "worse" (8) from
+2 "broken": a usage or input error, or a decision the gate cannot make (a missing run, a run that is not
+complete, fewer turns than the gate accepts, a bad threshold or margin, an unreadable labels file, a
+stale or failed calibration with ``--corrected``, a simulated or local-server judge without
+``--allow-simulated``); nothing is written before the refusal. A CI job tells "worse" (8) from
 "broken" (anything else). ``--format markdown`` prints a job summary; ``--junit-xml PATH`` writes one
 test case per gated figure.
 """
@@ -62,6 +64,51 @@ def _confidence(text: str) -> float:
     return value
 
 
+def _check_share_fraction(what: str, value: float) -> None:
+    """A share-valued option is a fraction in [0, 1]: refuse anything else before any work."""
+    import math
+
+    if not math.isfinite(value) or not 0 <= value <= 1:
+        raise ValueError(f"{what} {value:g} is not a fraction in [0, 1]: shares are fractions "
+                         "(0.03 means 3 percentage points, 0.10 means 10%)")
+
+
+def _check_margins(margins: dict[str, float]) -> None:
+    import math
+
+    for figure, value in margins.items():
+        if not math.isfinite(value) or value < 0:
+            unit = "a fraction in [0, 1]" if figure.startswith("share ") else "points >= 0"
+            raise ValueError(f"the margin for {figure} must be {unit}, got {value:g}")
+        if figure.startswith("share "):
+            _check_share_fraction(f"the margin for {figure}", value)
+
+
+def _finished_run(run: Any, what: str) -> list[str]:
+    """Refuse (:class:`GateRefused`) a run that is not finished: only ``complete`` and ``partial`` runs are
+    gated, and a partial one is said loudly (judged of total) in the lines returned."""
+    from ..runs.manifest import effective_status
+
+    status = effective_status(run.manifest)
+    c = run.manifest.counts
+    judged = f"{c.judged} of {c.planned_segments or c.segments} segments judged" if c is not None else "counts unknown"
+    if status == "complete":
+        return []
+    if status == "partial":
+        return [f"PARTIAL RUN -- {what} {Path(run.run_dir).name}: {judged}; the figures cover the judged segments "
+                "only (the unjudged ones are not in them)"]
+    raise GateRefused(f"{what} {Path(run.run_dir).name} is {status} ({judged}): a gate decides only on a complete "
+                      f"run; finish it with `python -m axon_eval evaluate --resume {run.run_dir}`")
+
+
+def _enough_turns(table: Any, what: str, least: int) -> None:
+    turns = int(table["n_clusters"].max()) if len(table) else 0
+    if turns < least:
+        raise GateRefused(f"{what} holds {turns} turn(s); a gate decides on at least {least} (below that its "
+                          "SIMULATED one-sided error exceeds 3% on some population: `make bench`, section "
+                          "gate_error); judge more turns, or compare without a gate")
+
+
 def _refuse_simulated(disclosures: list[str], allow: bool) -> None:
     if disclosures and not allow:
         raise GateRefused("a gate decides on real judges only: " + "; ".join(disclosures)
@@ -88,10 +135,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from ..reporting.comparison import write_comparison
     from ..runs import compare_runs
     from ..stats.difference import format_differences
+    from ..runs import load_run
     from ..stats.gate import non_inferiority_gate
+    from ..stats.gate_intervals import MIN_PAIRED_TURNS, paired_gate_table
 
     margins = {figure: getattr(args, opt) for opt, figure in NAMED_MARGINS.items() if getattr(args, opt) is not None}
     try:
+        _check_margins(margins)
         if args.fail_on_regression and not margins:
             raise ValueError("--fail-on-regression needs a margin: --margin POINTS (mean score) and/or "
                              "--margin-share-poor / --margin-share-good FRACTION")
@@ -107,8 +157,20 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                                   n_boot=args.n_boot, seed=args.seed, confidence=args.confidence,
                                   pair_by=args.pair_by)
         disclosures = comparison.disclosure_lines()
+        table = statistic = None
         if args.fail_on_regression:
             _refuse_simulated(disclosures, args.allow_simulated)
+            for what, folder in (("run A", comparison.run_a), ("run B", comparison.run_b)):
+                disclosures.extend(_finished_run(load_run(folder), what))
+            if not args.corrected:
+                if comparison.paired is None:
+                    raise ValueError(f"the runs share {comparison.n_compared} judged segment(s); a gate on B - A "
+                                     "needs paired segments")
+                table = paired_gate_table(comparison.paired.pairs, comparison.confidence)
+                _enough_turns(table, "the comparison", MIN_PAIRED_TURNS)
+                statistic = ("the difference B - A over paired units, clustered by turn: Student-t and Hall's "
+                             "skew-corrected bound (the farther) for the mean score, the MOVER of Clopper-Pearson "
+                             "bounds for shares")
         if labels_a:
             la = run_labels(comparison.run_a, labels_a, seed=args.seed)
             lb = run_labels(comparison.run_b, labels_b, seed=args.seed)
@@ -136,16 +198,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                   f"(B: `{Path(comparison.run_b).name}` vs A: `{Path(comparison.run_a).name}`)")
         return 0
     if args.corrected:
-        table = comparison.corrected[["figure", "estimate", "lo", "hi", "n_labelled", "note"]].rename(
-            columns={"n_labelled": "n"}).assign(method="PPI++ normal, " + comparison.corrected.attrs["design"])
-        statistic = (f"the human-corrected (PPI++, {comparison.corrected.attrs['design']}) difference B - A, normal "
-                     "interval")
-    elif comparison.paired is None:
-        return _usage_error(ValueError(f"the runs share {comparison.n_compared} judged segment(s); a gate on B - A "
-                                       "needs at least 2 paired segments"))
-    else:
-        table = comparison.paired.shares.copy()
-        statistic = "the difference B - A over paired units, turn-clustered bootstrap percentile interval"
+        corrected = comparison.corrected
+        table = corrected[["figure", "estimate", "lo", "hi", "n_labelled", "note"]].rename(
+            columns={"n_labelled": "n"}).assign(method=corrected.get("method", "PPI++") if "method" in corrected
+                                                else "PPI++, " + corrected.attrs["design"])
+        statistic = f"the human-corrected (PPI++, {corrected.attrs['design']}) difference B - A"
     try:
         decision = non_inferiority_gate(table, margins, statistic=statistic, confidence=comparison.confidence,
                                         corrected=bool(args.corrected))
@@ -161,8 +218,8 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     from ..runs import load_run
     from ..runs.calibration import read_calibration
     from ..runs.disclosure import judge_disclosure
-    from ..stats.gate import threshold_gate
-    from ..stats.intervals import headline_table
+    from ..stats.gate import threshold_gate, uninformative_figures
+    from ..stats.gate_intervals import MIN_GATE_TURNS, gate_table
 
     minimums = {f: getattr(args, opt) for opt, (rule, f) in NAMED_THRESHOLDS.items()
                 if rule == "min" and getattr(args, opt) is not None}
@@ -175,8 +232,10 @@ def _cmd_gate(args: argparse.Namespace) -> int:
             raise ValueError("nothing to gate: give at least one threshold (e.g. --min-mean-score 75, "
                              "--max-share-poor 0.10, --min 'mean sql_quality=7')")
         for figure, value in {**minimums, **maximums}.items():
-            if figure.startswith("share ") and not 0 <= value <= 1:
-                raise ValueError(f"{figure} threshold {value:g} is not a fraction in [0, 1] (0.10 means 10%)")
+            if figure.startswith("share "):
+                _check_share_fraction(f"the {figure} threshold", value)
+        if args.allow_uncalibrated and not args.corrected:
+            raise ValueError("--allow-uncalibrated is read by --corrected only")
         if args.calibration and not args.corrected:
             raise ValueError("--calibration is read by --corrected only")
         if args.corrected and not args.labels:
@@ -186,10 +245,8 @@ def _cmd_gate(args: argparse.Namespace) -> int:
         disclosures = [f"{disclosure.label.upper() if disclosure.simulated else disclosure.label} -- judge "
                        f"{run.manifest.judge_id}"] if disclosure else []
         _refuse_simulated(disclosures, args.allow_simulated)
+        disclosures.extend(_finished_run(run, "run"))
         notes = []
-        c = run.manifest.counts
-        if c is not None and c.segments and c.judged < c.segments:
-            notes.append(f"{c.segments - c.judged} of {c.segments} segments were not judged and are not in the figures")
         rubric = None
         if run.manifest.rubric:
             from ..rubric import Rubric
@@ -197,15 +254,27 @@ def _cmd_gate(args: argparse.Namespace) -> int:
             rubric = Rubric.model_validate(run.manifest.rubric)
         if args.corrected:
             record = read_calibration(args.calibration) if args.calibration else None
+            if record is not None and not record.gate_passed:
+                failed = (f"the calibration {args.calibration} did not pass ({record.gate_message}): it does not "
+                          "allow comparative claims on this judge")
+                if not args.allow_uncalibrated:
+                    raise GateRefused(failed + "; recalibrate (study 05), or pass --allow-uncalibrated to gate anyway "
+                                      "(the output says so)")
+                disclosures.append(f"UNCALIBRATED -- {failed}; gated anyway (--allow-uncalibrated)")
             labels = run_labels(run, args.labels, seed=args.seed)
             table = corrected_headlines(run, labels, calibration=record, confidence=args.confidence,
                                         n_boot=args.n_boot, seed=args.seed)
+            refused = uninformative_figures(table, [*minimums, *maximums])
+            if refused:
+                raise GateRefused("the labels cannot support this gate: " + "; ".join(refused))
             notes.extend(table.attrs.get("notes", []))
-            statistic = "each human-corrected (PPI++) figure's normal interval"
+            statistic = ("each human-corrected (PPI++) figure's interval (Student-t below 50 effective labels, "
+                         "normal from 50; the method is named on each figure)")
         else:
-            table = headline_table(run.results, rubric, n_boot=args.n_boot, seed=args.seed, confidence=args.confidence)
-            statistic = ("each headline figure's interval (turn-clustered bootstrap percentile for means, Wilson "
-                         "for shares of independent segments)")
+            table = gate_table(run.results, rubric, confidence=args.confidence)
+            _enough_turns(table, f"run {Path(run.run_dir).name}", MIN_GATE_TURNS)
+            statistic = ("each headline figure's interval over turns (means: Student-t and Hall's skew-corrected "
+                         "bound, the farther; shares: Clopper-Pearson at the effective n)")
         decision = threshold_gate(table, minimums=minimums, maximums=maximums, statistic=statistic,
                                   confidence=args.confidence, corrected=bool(args.corrected))
     except (GateRefused, *_USAGE_ERRORS) as exc:
@@ -281,6 +350,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="labels file or labelling pack folder for --corrected")
     p.add_argument("--calibration", default=None, metavar="PATH",
                    help="calibration.json (or its study-05 folder) that must be current for this run's judge, "
-                        "prompt and rubric; a stale one is refused")
+                        "prompt and rubric and must have passed; a stale or failed one is refused")
+    p.add_argument("--allow-uncalibrated", action="store_true",
+                   help="with --corrected, gate even when the --calibration did not pass (the output says so)")
     _add_output_options(p)
     p.set_defaults(handler=_cmd_gate)

@@ -28,8 +28,11 @@ def _threshold(c: GateCheck, difference: bool) -> str:
 def check_line(c: GateCheck, *, difference: bool = False) -> str:
     """``PASS mean score 78.10 (76.02 to 80.05), lower bound 76.02 >= 75.00``-style line."""
     est, lo, hi = (_value(c.figure, v, signed=difference) for v in (c.estimate, c.lo, c.hi))
-    return (f"{'PASS' if c.passed else 'FAIL'}  {c.figure}{' (B - A)' if difference else ''}: {est} ({lo} to {hi}), n = {c.n}; "
+    line = (f"{'PASS' if c.passed else 'FAIL'}  {c.figure}{' (B - A)' if difference else ''}: {est} ({lo} to {hi}), n = {c.n}; "
             f"{c.bound} bound vs {_threshold(c, difference)}: {c.reason}")
+    if c.method:
+        line += f" [{c.method}]"
+    return line + (f" -- {c.note}" if c.note else "")
 
 
 def headline(decision: GateDecision, subject: str) -> str:
@@ -65,14 +68,14 @@ def markdown_report(decision: GateDecision, subject: str, *, disclosures: Sequen
             f"interval (a one-sided {decision.one_sided:.1%} test)"
             + (", human-corrected (PPI++)" if decision.corrected else "")
             + ". The gate passes only when every check passes, so no multiplicity correction is needed.", "",
-            "| figure | estimate | interval | n | bound used | rule | result |",
-            "|---|---|---|---|---|---|---|"]
+            "| figure | estimate | interval | n | bound used | rule | result | interval method |",
+            "|---|---|---|---|---|---|---|---|"]
     for c in decision.checks:
         est, lo, hi = (_value(c.figure, v, signed=difference) for v in (c.estimate, c.lo, c.hi))
         name = f"{c.figure} (B - A)" if difference else c.figure
         out.append(f"| {name} | {est} | {lo} to {hi} | {c.n} | {c.bound} {_value(c.figure, c.bound_value, signed=difference)}"
-                   f" | {_threshold(c, difference)} | {'pass' if c.passed else '**FAIL**'} |")
-    extra = [*decision.notes, *notes]
+                   f" | {_threshold(c, difference)} | {'pass' if c.passed else '**FAIL**'} | {c.method} |")
+    extra = [*(f"{c.figure}: {c.note}" for c in decision.checks if c.note), *decision.notes, *notes]
     if extra:
         out += ["", *[f"- {n}" for n in extra]]
     return "\n".join(out) + "\n"

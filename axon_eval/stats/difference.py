@@ -30,7 +30,8 @@ labelling pack, :mod:`axon_eval.stats.label_budget`) carry the weight ``w = 1/pi
 pair's) correction is then the weighted PPI++ of :mod:`axon_eval.stats.ppi` (the imputed term over every
 judged unit, the rectifier's mean weighted by ``w``). A pair's weight is the weight its two sides share
 (one pack drawn on the pairs), or when the runs were labelled from different packs the product of the two
-(each side drawn independently). Without weights the labelled units are treated as a simple random
+(each side drawn independently). Which of the two is decided by where the labels came from (one file
+or pack, or two), never by whether the two weights happen to be equal. Without weights the labelled units are treated as a simple random
 sample.
 
 Beside each corrected difference the **judge-only** difference is given with its normal interval on
@@ -87,13 +88,15 @@ class CorrectedDifference:
     def row(self) -> dict[str, Any]:
         """A flat row: ``figure``, ``kind``, ``design``, ``estimate``/``lo``/``hi`` (corrected),
         ``judge_estimate``/``judge_lo``/``judge_hi``, ``labels_estimate``/``labels_lo``/``labels_hi``,
-        ``lam``/``lam_a``/``lam_b``, ``n_labelled``, ``n_unlabelled``, ``confidence``, ``note``."""
+        ``lam``/``lam_a``/``lam_b``, ``n_labelled``, ``n_unlabelled``, ``confidence``, ``note``, and the
+        corrected interval's ``method``."""
         c, j, lab = self.corrected, self.judge_only, self.labels_only
         return {"figure": self.figure, "kind": self.kind, "design": self.design, "estimate": c.estimate,
                 "lo": c.lo, "hi": c.hi, "judge_estimate": j.estimate, "judge_lo": j.lo, "judge_hi": j.hi,
                 "labels_estimate": lab.estimate, "labels_lo": lab.lo, "labels_hi": lab.hi, "lam": self.lam,
                 "lam_a": self.lam_a, "lam_b": self.lam_b, "n_labelled": self.n_labelled,
-                "n_unlabelled": self.n_unlabelled, "confidence": c.confidence, "note": self.note}
+                "n_unlabelled": self.n_unlabelled, "confidence": c.confidence, "note": self.note,
+                "method": c.method}
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -197,7 +200,8 @@ def independent_difference(judge_a: np.ndarray, human_a: np.ndarray, judge_b: np
 def corrected_differences(judge_a: pd.DataFrame, judge_b: pd.DataFrame, human_a: pd.DataFrame,
                           human_b: pd.DataFrame, *, design: str = "paired", pair_by: str = PAIR_BY,
                           figures: Sequence[str] = DIFFERENCE_FIGURES, confidence: float = CONFIDENCE,
-                          weights_a: pd.Series | None = None, weights_b: pd.Series | None = None) -> pd.DataFrame:
+                          weights_a: pd.Series | None = None, weights_b: pd.Series | None = None,
+                          same_pack: bool | None = None) -> pd.DataFrame:
     """The corrected difference B - A of each figure (one row per figure, :meth:`CorrectedDifference.row`).
 
     ``judge_a``/``judge_b``: each run's judged units, one row per segment
@@ -206,7 +210,12 @@ def corrected_differences(judge_a: pd.DataFrame, judge_b: pd.DataFrame, human_a:
     :func:`axon_eval.stats.estimates.human_values`). ``design``: ``"paired"`` (units paired on
     ``pair_by``, unique within each run) or ``"independent"``. ``confidence``: two-sided level.
     ``weights_a``/``weights_b``: the labelled segments' design weights ``1/pi`` by ``segment_id`` (module
-    docstring; ``None``: a simple random sample). ``attrs["notes"]`` says what was left out.
+    docstring; ``None``: a simple random sample). ``same_pack``: where the labels of a paired design came
+    from when both runs carry weights: ``True`` one pack drawn on the pairs (a pair's weight is the weight
+    its sides share), ``False`` two packs drawn independently (the product ``1/(pi_A pi_B)``). It is
+    required then (a ``ValueError`` otherwise): equal weights on both sides do not show that the labels
+    came from one draw, since two independent packs of the same design carry equal weights too.
+    ``attrs["notes"]`` says what was left out.
     """
     if design not in DESIGNS:
         raise ValueError(f"design must be one of {DESIGNS}, got {design!r}")
@@ -229,12 +238,21 @@ def corrected_differences(judge_a: pd.DataFrame, judge_b: pd.DataFrame, human_a:
     if design == "paired" and (wa is not None or wb is not None):
         if wa is None or wb is None:
             pair_w = wa if wb is None else wb
+        elif same_pack is None:
+            raise ValueError("both runs' labels carry design weights: say whether they come from one labelling pack "
+                             "drawn on the pairs (same_pack=True) or from two packs drawn independently "
+                             "(same_pack=False); equal weights do not tell")
+        elif same_pack:
+            both = np.isfinite(wa) & np.isfinite(wb)
+            if not np.allclose(wa[both], wb[both]):
+                bad = int(np.flatnonzero(both & ~np.isclose(wa, wb))[0])
+                raise ValueError(f"one labelling pack gives a pair one weight, but pair {a['segment_id'].iloc[bad]!r} "
+                                 f"has {wa[bad]:g} in A and {wb[bad]:g} in B")
+            pair_w = np.where(np.isfinite(wa), wa, wb)
         else:
-            same = np.isclose(wa, wb, equal_nan=True)
-            pair_w = np.where(same, wa, wa * wb)
-            if (~same & np.isfinite(wa) & np.isfinite(wb)).any():
-                notes.append("the two runs' labels come from different packs: a pair's weight is the product of its "
-                             "two sides' weights (each side drawn independently)")
+            pair_w = wa * wb
+            notes.append("the two runs' labels come from different packs: a pair's weight is the product of its "
+                         "two sides' weights (each side drawn independently)")
     rows = []
     for figure in figures:
         kind = "mean" if figure == "mean score" else "share"

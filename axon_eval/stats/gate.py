@@ -24,7 +24,7 @@ correction (Bonferroni) would make the gate needlessly strict. Pure: intervals i
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -48,7 +48,8 @@ class GateCheck:
     """One gated figure: the ``rule`` (``"min"``, ``"max"`` or ``"non-inferiority"``), the ``threshold``
     (for non-inferiority the margin), the ``estimate`` and its interval ``lo``..``hi``, the ``bound``
     the decision used (``"lower"`` or ``"upper"``), ``passed``, the interval's ``method`` and ``n``,
-    and a ``reason`` in words."""
+    a ``reason`` in words, and a ``note`` every output carries beside the verdict (the interval's own
+    note, and the SIMULATED coverage of a human-corrected interval at its n, when the row has them)."""
 
     figure: str
     rule: str
@@ -61,6 +62,7 @@ class GateCheck:
     method: str
     n: int
     reason: str
+    note: str = ""
 
     @property
     def bound_value(self) -> float:
@@ -122,16 +124,18 @@ def _row(intervals: pd.DataFrame, figure: str) -> pd.Series:
 
 
 def _check(figure: str, rule: str, threshold: float, row: pd.Series, bound: str, ok: bool, reason: str) -> GateCheck:
+    parts = [row.get("note", ""), row.get("coverage_note", "")] if ok or _finite(row["lo"]) else [row.get("coverage_note", "")]
+    note = "; ".join(p for p in parts if isinstance(p, str) and p)
     return GateCheck(figure, rule, float(threshold), float(row["estimate"]), float(row["lo"]), float(row["hi"]),
-                     bound, ok, str(row.get("method", "")), int(row.get("n", 0) or 0), reason)
+                     bound, ok, str(row.get("method", "")), int(row.get("n", 0) or 0), reason, note)
 
 
 def threshold_gate(intervals: pd.DataFrame, *, minimums: Mapping[str, float] | None = None,
                    maximums: Mapping[str, float] | None = None, statistic: str = "",
                    confidence: float = CONFIDENCE, corrected: bool = False) -> GateDecision:
     """Gate one run's figures on thresholds (module docstring). ``intervals``: one row per figure with
-    ``figure``, ``estimate``, ``lo``, ``hi`` (and ``method``, ``n``), e.g.
-    :func:`axon_eval.stats.intervals.headline_table`; shares are fractions, the mean score points.
+    ``figure``, ``estimate``, ``lo``, ``hi`` (and ``method``, ``n``, ``coverage_note``), e.g.
+    :func:`axon_eval.stats.gate_intervals.gate_table`; shares are fractions, the mean score points.
     An unknown figure is a ``ValueError`` naming the figures there are."""
     checks = []
     level = one_sided_level(confidence)
@@ -179,3 +183,28 @@ def non_inferiority_gate(differences: pd.DataFrame, margins: Mapping[str, float]
                   + ("is not worse by more than the margin" if ok else "may be worse by more than the margin"))
         checks.append(_check(figure, "non-inferiority", margin, row, bound, bool(ok), reason))
     return GateDecision(tuple(checks), statistic or "the interval of B - A", confidence, corrected)
+
+
+def uninformative_figures(table: pd.DataFrame, figures: Sequence[str]) -> list[str]:
+    """The reasons a human-corrected gate must not decide on ``figures`` of ``table`` (rows of
+    :func:`axon_eval.calibration.corrected.corrected_headlines`: ``figure``, ``n``, ``kind``,
+    ``simulated_coverage``): fewer than :data:`~axon_eval.stats.ppi.MIN_INFORMATIVE_LABELS` labels ("not
+    informative"), or a share whose intervals' SIMULATED coverage at that n is below
+    :data:`~axon_eval.stats.ppi.COVERAGE_WARNING_BELOW` (a share's rectifier is mostly 0 at few labels,
+    so its interval is too narrow there). Empty when every figure may be gated."""
+    from .ppi import COVERAGE_WARNING_BELOW, MIN_INFORMATIVE_LABELS
+
+    reasons = []
+    by = table.set_index("figure")
+    for figure in figures:
+        if figure not in by.index:
+            continue
+        r = by.loc[figure]
+        n = int(r.get("n", 0) or 0)
+        coverage = r.get("simulated_coverage", math.nan)
+        if n < MIN_INFORMATIVE_LABELS:
+            reasons.append(f"{figure}: {n} labelled segment(s), fewer than {MIN_INFORMATIVE_LABELS}: not informative")
+        elif r.get("kind", "") == "share" and _finite(coverage) and float(coverage) < COVERAGE_WARNING_BELOW:
+            reasons.append(f"{figure}: at {n} labels its interval's SIMULATED coverage is {float(coverage):.0%}, below "
+                           f"{COVERAGE_WARNING_BELOW:.0%}: label more before gating a share on them")
+    return reasons

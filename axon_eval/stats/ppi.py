@@ -40,7 +40,9 @@ design; ``tests/test_ppi.py`` measures it). So:
   ``stratum``), else the groups of labelled segments sharing one design weight ``N_h / n_h`` (segments of
   strata sampled at the same rate form one group: together they are sampled like one stratum). An
   explicit ``lam`` is always used as given.
-* **interval**: with fewer than ``m`` labelled segments, the labelled term's variance is taken with
+* **interval**: with fewer than ``m`` effective labelled segments (Kish's ``n_eff`` below; with unequal
+  design weights 60 labels can be worth 40, and the normal interval's coverage fell from 95.5% to 92.8%
+  where a count of labels switched at 50), the labelled term's variance is taken with
   ``ddof = 1`` (weighted: the linearised variance times ``n / (n - 1)``) and the quantile is Student's t
   with ``df = n_eff - 1`` degrees of freedom, ``n_eff = (sum w)^2 / sum w^2`` Kish's effective sample
   size (``n`` unweighted; at least 1 df): ``theta -/+ t_{df, (1 + confidence)/2} * se``. From ``m``
@@ -100,6 +102,9 @@ PPI_COVERS = ("The labels-only and PPI intervals cover the sampling of turns and
               "centred on the judge's standard, so its bias toward the judge is not inside it.")
 #: Fewest labelled segments (with a value) for a corrected figure; below it the row says so.
 MIN_LABELLED = 2
+#: Fewest labelled segments for a corrected figure a decision may rest on: a corrected mean at 2 labels
+#: is valid but about 95 points wide, so below this it reads "not informative" rather than a number.
+MIN_INFORMATIVE_LABELS = 5
 #: Labels below which the small-sample rule applies (module docstring): fewer labelled segments in all
 #: -> Student-t interval with ddof = 1; fewer in any stratum -> lam = 1 (not tuned on the same labels).
 SMALL_SAMPLE_LABELLED = 50
@@ -245,14 +250,16 @@ def kish_effective_n(w: Any) -> float:
 def ppi_rule(n_labelled: int, w: Any = None, strata: Any = None) -> PPIRule:
     """The rule for ``n_labelled`` labelled segments with design weights ``w`` (or ``None``) and their
     ``strata`` (or ``None``: groups of equal weight), as the module docstring states: ``lam`` tuned only
-    when the smallest stratum holds at least :data:`SMALL_SAMPLE_LABELLED` labels; below that many labels
-    in all, a Student-t interval with ``df = max(1, n_eff - 1)`` and ``ddof = 1``."""
+    when the smallest stratum holds at least :data:`SMALL_SAMPLE_LABELLED` labels; below that many
+    *effective* labels in all (Kish's ``n_eff``, ``n`` unweighted), a Student-t interval with
+    ``df = max(1, n_eff - 1)`` and ``ddof = 1``."""
     n = int(n_labelled)
     warr = None if w is None else np.asarray(w, dtype=np.float64)
     codes = _groups(strata, warr, n)
     smallest = int(np.bincount(codes).min()) if n else 0
     n_eff = float(n) if warr is None else kish_effective_n(warr)
-    small = n < SMALL_SAMPLE_LABELLED
+    # on the effective n: unequal weights make 60 labels worth fewer, and the normal interval needs many
+    small = n_eff < SMALL_SAMPLE_LABELLED
     return PPIRule(n, smallest, smallest >= SMALL_SAMPLE_LABELLED, max(1.0, n_eff - 1.0) if small else None,
                    1 if small else 0, n_eff)
 
