@@ -5,7 +5,8 @@ module reads what they need from run folders and labels files, so that ``compare
 share one path:
 
 * :func:`run_labels` reads a labels file (a constructed labels CSV, an imported labels CSV, or a
-  labelling pack folder with its ``design.json``) against one run, with every bad row reported;
+  labelling pack folder with its ``design.json``) against one run, with every bad row reported, and
+  refuses a file it cannot use (:class:`~axon_eval.calibration.labelling.LabelsFileError`);
 * :func:`corrected_comparison` gives the human-corrected difference B - A of the headline figures of a
   :class:`~axon_eval.runs.compare.RunComparison` (paired on the comparison's key, or independent);
 * :func:`corrected_headlines` gives one run's PPI++ intervals for ``gate --corrected``, refusing a
@@ -63,7 +64,15 @@ def run_labels(run: Run | str | Path, labels: str | Path, *, seed: int = SEED) -
     """Read ``labels`` for ``run``. A folder is a labelling pack: its newest ``*.imported.csv`` (else its
     sheet) and ``design.json`` (design weights ``1/pi``: every design, uniform, stratified or active, and
     every batch). A labels file carrying an ``inclusion_probability`` column gives the weights ``1/pi``
-    itself. A missing file is a ``FileNotFoundError`` naming it."""
+    itself. A missing file is a ``FileNotFoundError`` naming it.
+
+    A labels file that cannot be decided on raises one
+    :class:`~axon_eval.calibration.labelling.LabelsFileError` (a ``ValueError``; one line naming the file
+    and what was expected): empty, not UTF-8 text ("not a UTF-8 CSV labels sheet"), a header without the
+    sheet's columns (the expected ones are read from :data:`~axon_eval.calibration.labelling.SHEET_COLUMNS`
+    and ``axon_eval.labels.LABEL_COLUMNS``; a semicolon-separated save is said to be one), no usable
+    row (the count of bad rows and the first reason), duplicate (segment, rater) rows, or no label on a
+    judged segment of this run. Some bad rows among good ones are left out and named in ``problems``."""
     r = run if isinstance(run, Run) else load_run(run)
     path = Path(labels)
     if not path.exists():
@@ -74,6 +83,9 @@ def run_labels(run: Run | str | Path, labels: str | Path, *, seed: int = SEED) -
         if design_file.is_file():
             design = labelling.design_frame(json.loads(design_file.read_text(encoding="utf-8")))[["segment_id", "weight"]]
         imported = sorted(path.glob("*.imported.csv"))
+        if not imported and not (path / labelling.SHEET_FILE).is_file():
+            raise labelling.LabelsFileError(f"{path}: a folder without imported labels (*.imported.csv) or a "
+                                            f"{labelling.SHEET_FILE}; expected a labelling pack folder or a labels file")
         path = imported[-1] if imported else path / labelling.SHEET_FILE
     tidy, problems, constructed = labelling.read_human_labels(path, labelling.known_from_results(r.results), seed=seed)
     column = labelling.INCLUSION_COLUMN
@@ -81,6 +93,11 @@ def run_labels(run: Run | str | Path, labels: str | Path, *, seed: int = SEED) -
         pi = tidy.groupby("segment_id")[column].first().astype(float)
         design = pd.DataFrame({"segment_id": pi.index, "weight": 1.0 / pi.to_numpy()})
     human = human_values(tidy, r.results, _rubric(r))
+    if human.empty:
+        example = ", ".join(sorted(map(str, tidy["segment_id"].unique()))[:3])
+        such = f" (segments such as {example})" if example else ""
+        raise labelling.LabelsFileError(f"{path}: none of its {len(tidy)} label row(s){such} is on a judged segment "
+                                        f"of run {r.run_dir.name}; expected labels of this run's segments")
     return RunLabels(path, tidy, human, design, constructed, tuple(str(p) for p in problems))
 
 
@@ -105,7 +122,8 @@ def corrected_comparison(comparison: Any, labels_a: RunLabels, labels_b: RunLabe
     out = corrected_differences(seg_a, seg_b, labels_a.human, labels_b.human, design=design,
                                 pair_by=comparison.pair_by,
                                 confidence=comparison.confidence if confidence is None else confidence,
-                                weights_a=weights(labels_a), weights_b=weights(labels_b))
+                                weights_a=weights(labels_a), weights_b=weights(labels_b),
+                                same_pack=Path(labels_a.path).resolve() == Path(labels_b.path).resolve())
     notes = list(out.attrs.get("notes", []))
     for side, lab in (("A", labels_a), ("B", labels_b)):
         notes.extend(f"{side}: {n}" for n in lab.notes())
@@ -143,8 +161,13 @@ def corrected_headlines(run: Run | str | Path, labels: RunLabels, *, calibration
     if study.corrected is None:
         raise StaleCalibrationError(study.withheld)
     table = study.corrected
+    # the method is the interval's own (Student-t below the small-sample rule's effective n, else normal),
+    # and every row carries the SIMULATED coverage of that interval at its n into the gate's outputs
     out = pd.DataFrame({"figure": table["figure"], "estimate": table["ppi_estimate"], "lo": table["ppi_lo"],
-                        "hi": table["ppi_hi"], "method": "PPI++ normal (" + table["design"].astype(str) + ")",
-                        "n": table["n_labelled"], "note": table["note"]})
+                        "hi": table["ppi_hi"],
+                        "method": table["ppi_method"].astype(str) + " (" + table["design"].astype(str) + ")",
+                        "n": table["n_labelled"], "note": table["note"],
+                        "coverage_note": table["coverage_note"].fillna("").astype(str),
+                        "simulated_coverage": table["simulated_coverage"], "kind": table["kind"]})
     out.attrs["notes"] = [*labels.notes(), *study.notes]
     return out

@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..labels import LABELS_NOTE, load_labels
+from ..labels import LABEL_COLUMNS, LABELS_NOTE, LabelError, load_labels
 from ..rubric import BANDS, DIMENSIONS
 from ..stats.agreement import DEFAULT_STRATA, HUMAN_LABEL_COLUMNS, one_row_per_segment
 
@@ -672,6 +672,8 @@ class LabelProblem:
     value: str
     expected: str
     segment_id: str = ""
+    #: Where the row this one repeats is, as ``file:line``, when the problem is a duplicate segment and rater.
+    duplicate_of: str = ""
 
     def __str__(self) -> str:
         sid = f" (segment {self.segment_id})" if self.segment_id else ""
@@ -687,26 +689,91 @@ def _known(known_segment_ids: Mapping[str, bool] | Iterable[str] | None) -> tupl
     return set(known_segment_ids), None
 
 
+class LabelsFileError(LabelError):
+    """A labels file that cannot be used at all: empty, not UTF-8 text, not a CSV with a labels sheet's
+    columns, without a usable row, or with duplicate (segment, rater) rows. The message is one line naming
+    the file and what was expected."""
+
+
+def _sheet_expected() -> str:
+    return f"a filled labelling sheet: a UTF-8 CSV file with the columns {list(SHEET_COLUMNS)}"
+
+
 def sheet_text(path: str | Path) -> str:
-    """The text of a filled sheet; ``ValueError`` naming the file when it is empty (or only blank lines) or
-    not a text file (a NUL byte, or bytes that are not UTF-8), so nothing is imported from it."""
+    """The text of a filled sheet; :class:`LabelsFileError` naming the file when it is empty (or only blank
+    lines) or not a text file (a NUL byte, or bytes that are not UTF-8: "not a UTF-8 CSV labels sheet"), so
+    nothing is imported from it."""
     p = Path(path)
     data = p.read_bytes()
-    expected = f"a filled labelling sheet: a UTF-8 CSV file with the columns {list(SHEET_COLUMNS)}"
     if not data.strip():
-        raise ValueError(f"{p} is empty; expected {expected}")
+        raise LabelsFileError(f"{p} is empty; expected {_sheet_expected()}")
     where = data.find(b"\x00")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         where = exc.start if where < 0 else min(where, exc.start)
     if where >= 0:
-        raise ValueError(f"{p} is not a text file (byte 0x{data[where]:02x} at offset {where}); expected {expected}")
+        raise LabelsFileError(f"{p}: not a UTF-8 CSV labels sheet (it is not a text file: byte 0x{data[where]:02x} "
+                              f"at offset {where}); expected {_sheet_expected()}")
     return text
 
 
+#: Separators a spreadsheet may save a "CSV" with instead of commas (a locale's list separator).
+_OTHER_SEPARATORS: tuple[tuple[str, str], ...] = ((";", "semicolon"), ("\t", "tab"), ("|", "pipe"))
+
+
+def labels_header(path: str | Path, *, constructed: bool = True) -> str:
+    """What kind of labels file ``path`` is, from its header: ``"sheet"`` (a labelling sheet or imported
+    labels: every column of :data:`SHEET_COLUMNS`) or, when ``constructed``, ``"constructed"`` (the
+    ``<dimension>_min`` / ``_max`` ranges of ``axon_eval.labels.LABEL_COLUMNS``). Anything else is a
+    :class:`LabelsFileError` naming the file, its header, the missing columns and the expected ones (a
+    semicolon- or tab-separated save is said to be one); an empty or binary file is refused by
+    :func:`sheet_text`."""
+    p = Path(path)
+    text = sheet_text(p)
+    header = [h.strip() for h in next(csv.reader(io.StringIO(text)), [])]
+    if all(c in header for c in SHEET_COLUMNS):
+        return "sheet"
+    if constructed and f"{DIMENSIONS[0]}_min" in header:
+        return "constructed"
+    first = text.lstrip().splitlines()[0] if text.strip() else ""
+    hint = ""
+    for sep, name in _OTHER_SEPARATORS:
+        if "segment_id" in [c.strip().strip('"') for c in first.split(sep)]:
+            hint = f" (the file is {name}-separated: save it as comma-separated CSV)"
+            break
+    shown = ",".join(header)
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    missing = [c for c in SHEET_COLUMNS if c not in header]
+    expected = f"a labelling sheet or imported labels with the columns {list(SHEET_COLUMNS)}"
+    if constructed:
+        expected += f", or constructed labels with the columns {list(LABEL_COLUMNS)}"
+    lacks = f"its header {shown!r} lacks {missing}" if len(missing) < len(SHEET_COLUMNS) else f"its header is {shown!r}"
+    raise LabelsFileError(f"{p}: not a labels file{hint}: {lacks}; expected {expected}")
+
+
+def refuse_unusable(path: str | Path, labels: pd.DataFrame, problems: Sequence[LabelProblem]) -> None:
+    """Refuse, with :class:`LabelsFileError`, labels a reader must not decide on: duplicate (segment, rater)
+    rows (which one is right is not known: the count and the first), or no usable row at all (the count of
+    bad rows and the first reason; a file with only a header says so). Labels with some bad rows and some
+    good ones pass: the bad rows are the reader's notes."""
+    dups = [p for p in problems if p.duplicate_of]
+    if dups:
+        raise LabelsFileError(f"{path}: {len(dups)} duplicate (segment, rater) row(s), the first: {dups[0]}; a labels "
+                              "file holds one row per segment and rater: import the sheets again with import-labels "
+                              "(--replace lets the later file's row replace the earlier one)")
+    if len(labels):
+        return
+    if problems:
+        n = len({(p.file, p.line) for p in problems})
+        raise LabelsFileError(f"{path}: no usable label row: {n} bad row(s), the first: {problems[0]}")
+    raise LabelsFileError(f"{path}: no label rows (only a header); expected one row per segment and rater with the "
+                          f"columns {list(SHEET_COLUMNS)}")
+
+
 def import_labels(sheet: str | Path | Sequence[str | Path],
-                  known_segment_ids: Mapping[str, bool] | Iterable[str] | None) -> tuple[pd.DataFrame, list[LabelProblem]]:
+                  known_segment_ids: Mapping[str, bool] | Iterable[str] | None, *,
+                  replace: bool = False) -> tuple[pd.DataFrame, list[LabelProblem]]:
     """Read and validate filled labelling sheet(s); returns ``(labels, problems)``.
 
     ``known_segment_ids``: a mapping ``segment_id -> answer captured`` (from ``design.json`` or a run's
@@ -717,16 +784,23 @@ def import_labels(sheet: str | Path | Sequence[str | Path],
     good/partial/poor (case and spaces ignored); a non-empty ``rater``; one row per (segment, rater).
     A row left entirely blank is a problem too (fill it or delete it). Each problem names the file, the
     line and what was expected; rows with problems are left out of ``labels``, and nothing else is. An
-    empty or binary file is refused before anything is read (:func:`sheet_text`: ``ValueError`` naming it).
+    empty or binary file is refused before anything is read (:func:`sheet_text`: :class:`LabelsFileError`
+    naming it).
+
+    A (segment, rater) labelled twice is a problem of the later row naming the earlier one
+    (``duplicate_of``); the earlier row is kept. With ``replace``, a row of a later sheet (later in
+    ``sheet``) replaces the earlier sheet's row instead, and ``labels.attrs["replaced"]`` lists each
+    replacement (``"earlier file:line -> later file:line"``); two rows of one sheet stay a problem.
 
     ``labels``: one row per segment and rater, columns :data:`HUMAN_LABEL_COLUMNS` (dimensions as pandas
     ``Int64``) plus ``source`` (``file:line``), and ``inclusion_probability`` when a sheet carries it.
     """
     sheets = [sheet] if isinstance(sheet, str | Path) else list(sheet)
     known, answered = _known(known_segment_ids)
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, Any] | None] = []
     problems: list[LabelProblem] = []
-    seen: dict[tuple[str, str], str] = {}
+    seen: dict[tuple[str, str], tuple[str, str, int]] = {}  # (segment, rater) -> (file, file:line, row index)
+    replaced: list[str] = []
     for path in sheets:
         path = Path(path)
         name = str(path)
@@ -783,23 +857,33 @@ def import_labels(sheet: str | Path | Sequence[str | Path],
             verdict = cell["verdict"].lower()
             if verdict not in BANDS:
                 problem("verdict", f"one of {', '.join(BANDS)}")
+            key = (sid, cell["rater"])
+            earlier = seen.get(key) if sid else None
             if not cell["rater"]:
                 problem("rater", "a non-empty rater id")
-            elif sid and (sid, cell["rater"]) in seen:
-                problem("rater", f"one row per segment and rater (already labelled at {seen[(sid, cell['rater'])]})")
+            elif earlier is not None and (not replace or earlier[0] == name):
+                other = "" if earlier[0] == name else (
+                    ", in another file; import-labels --replace lets the later file's row replace it")
+                bad.append(LabelProblem(name, line, "rater", cell["rater"],
+                                        f"one row per segment and rater (already labelled at {earlier[1]}{other})",
+                                        sid, duplicate_of=earlier[1]))
             if bad:
                 problems.extend(bad)
                 continue
-            seen[(sid, cell["rater"])] = f"{name}:{line}"
+            if earlier is not None:  # replace: this later file's row replaces the earlier file's
+                rows[earlier[2]] = None
+                replaced.append(f"{earlier[1]} -> {name}:{line}")
+            seen[key] = (name, f"{name}:{line}", len(rows))
             inclusion = pd.to_numeric(cell.get(INCLUSION_COLUMN) or np.nan, errors="coerce")
             rows.append({"segment_id": sid, "rater": cell["rater"], **values, "verdict": verdict,
                          "comment": cell["comment"], "source": cell.get("source") or f"{name}:{line}",
                          INCLUSION_COLUMN: float(inclusion) if 0 < inclusion <= 1 else np.nan})
-    labels = pd.DataFrame(rows, columns=[*HUMAN_LABEL_COLUMNS, "source", INCLUSION_COLUMN])
+    labels = pd.DataFrame([r for r in rows if r is not None], columns=[*HUMAN_LABEL_COLUMNS, "source", INCLUSION_COLUMN])
     if labels[INCLUSION_COLUMN].isna().all():
         labels = labels.drop(columns=[INCLUSION_COLUMN])
     for d in DIMENSIONS:
         labels[d] = pd.array(labels[d].tolist(), dtype="Int64")
+    labels.attrs["replaced"] = replaced
     return labels, problems
 
 
@@ -812,23 +896,62 @@ def write_labels(labels: pd.DataFrame, path: str | Path) -> Path:
     return atomic_write_text(path, labels[[*HUMAN_LABEL_COLUMNS, "source", *extra]].to_csv(index=False))
 
 
-def merge_pack_labels(new: pd.DataFrame, existing: str | Path, sheets: Sequence[str | Path]) -> tuple[pd.DataFrame, int]:
+@dataclass(frozen=True)
+class PackMerge:
+    """A pack's labels after an import (:func:`merge_pack_labels`): ``labels``, the rows ``kept`` from the
+    pack's other sheets, the ``problems`` (new rows repeating a kept row's (segment, rater)) and the kept
+    rows ``replaced`` by new ones (with ``replace``)."""
+
+    labels: pd.DataFrame
+    kept: int
+    problems: tuple[LabelProblem, ...] = ()
+    replaced: int = 0
+
+
+def _file_line(source: str) -> tuple[str, int]:
+    name, _, line = str(source).rpartition(":")
+    return (name, int(line)) if name and line.isdigit() else (str(source), 0)
+
+
+def merge_pack_labels(new: pd.DataFrame, existing: str | Path, sheets: Sequence[str | Path], *,
+                      replace: bool = False) -> PackMerge:
     """A pack's labels after importing ``sheets``: the rows of ``existing`` (the pack's imported labels)
-    that came from other sheets, then ``new``; returns ``(labels, rows kept)``. Importing a sheet again
-    replaces its own earlier rows, so the pack keeps one labels file over all its batches and raters."""
+    that came from other sheets, then ``new``. Importing a sheet again replaces its own earlier rows, so
+    the pack keeps one labels file over all its batches and raters. A new row whose (segment, rater) a
+    kept row of another sheet already labels (a corrected copy of a sheet) is a problem naming both files,
+    and left out; with ``replace`` it replaces the kept row instead (the sheet imported now is the newer)."""
     path = Path(existing)
     if not path.is_file():
-        return new, 0
+        return PackMerge(new, 0)
     old = pd.read_csv(path, dtype={"segment_id": str, "rater": str, "comment": str, "source": str})
     names = {Path(s).name for s in sheets}
     from_sheet = old["source"].astype(str).map(lambda v: Path(v.rsplit(":", 1)[0]).name).isin(names)
     kept = old[~from_sheet]
     if kept.empty:
-        return new, 0
+        return PackMerge(new, 0)
+    kept = kept.copy()
     for d in DIMENSIONS:
         kept[d] = pd.array(pd.to_numeric(kept[d], errors="coerce").round().astype("Int64"), dtype="Int64")
-    merged = pd.concat([kept, new], ignore_index=True)
-    return merged, len(kept)
+    key_kept = pd.MultiIndex.from_frame(kept[["segment_id", "rater"]].astype(str))
+    key_new = pd.MultiIndex.from_frame(new[["segment_id", "rater"]].astype(str))
+    clash_kept, clash_new = key_kept.isin(key_new), key_new.isin(key_kept)
+    problems: list[LabelProblem] = []
+    replaced = 0
+    if replace:
+        replaced = int(clash_kept.sum())
+        kept = kept[~clash_kept]
+    elif clash_new.any():
+        earlier = dict(zip(key_kept, kept["source"].astype(str), strict=True))
+        for row in new[clash_new].itertuples(index=False):
+            file, line = _file_line(row.source)
+            first = earlier[(str(row.segment_id), str(row.rater))]
+            problems.append(LabelProblem(file, line, "rater", str(row.rater),
+                                         f"one row per segment and rater (already labelled at {first}, imported "
+                                         f"earlier into {path}; import-labels --replace lets this file's row "
+                                         "replace it)", str(row.segment_id), duplicate_of=first))
+        new = new[~clash_new]
+    merged = pd.concat([kept, new], ignore_index=True) if len(kept) else new
+    return PackMerge(merged, len(kept), tuple(problems), replaced)
 
 
 # =============================================================================================
@@ -868,12 +991,19 @@ def read_human_labels(path: str | Path, known_segment_ids: Mapping[str, bool] | 
                       seed: int = 0) -> tuple[pd.DataFrame, list[LabelProblem], bool]:
     """Labels for study 05 from ``path``: a constructed labels file (``*_min``/``*_max`` columns:
     converted by :func:`labels_from_constructed`) or a sheet / imported labels file (validated by
-    :func:`import_labels`). Returns ``(labels, problems, constructed)``."""
-    with Path(path).open(encoding="utf-8-sig") as fh:
-        header = next(csv.reader(fh), [])
-    if "intent_understood_min" in header:
-        return labels_from_constructed(path, seed=seed), [], True
+    :func:`import_labels`). Returns ``(labels, problems, constructed)``.
+
+    A file that is not labels at all (empty, binary, other columns, a semicolon-separated save), one
+    without a usable row, and one with duplicate (segment, rater) rows are refused with one
+    :class:`LabelsFileError` naming the file and what was expected (:func:`labels_header`,
+    :func:`refuse_unusable`); some bad rows among good ones are returned as ``problems``."""
+    if labels_header(path) == "constructed":
+        try:
+            return labels_from_constructed(path, seed=seed), [], True
+        except LabelError as exc:
+            raise LabelsFileError(str(exc)) from exc
     labels, problems = import_labels(path, known_segment_ids)
+    refuse_unusable(path, labels, problems)
     return labels, problems, False
 
 
@@ -890,15 +1020,17 @@ def load_panel_labels(path: str | Path, known_segment_ids: Iterable[str] | None 
     """Labels for study 10 from ``path``: constructed labels (``<dimension>_min``/``_max`` columns, read by
     :func:`axon_eval.labels.load_labels`) or a labelling sheet / imported labels file (validated by
     :func:`import_labels`). Returns ``(labels, problems, constructed)``: either frame
-    is what :func:`axon_eval.stats.panels.panel_labels` takes; ``problems`` are the sheet's rejected lines."""
-    from ..labels import load_labels
-
+    is what :func:`axon_eval.stats.panels.panel_labels` takes; ``problems`` are the sheet's rejected lines.
+    A file that is not labels, has no usable row or holds duplicate (segment, rater) rows is refused as
+    by :func:`read_human_labels`."""
     path = Path(path)
-    with path.open(encoding="utf-8-sig") as fh:
-        header = next(csv.reader(fh), [])
-    if f"{DIMENSIONS[0]}_min" in header:
-        return load_labels(path), [], True
+    if labels_header(path) == "constructed":
+        try:
+            return load_labels(path), [], True
+        except LabelError as exc:
+            raise LabelsFileError(str(exc)) from exc
     labels, problems = import_labels(path, known_segment_ids)
+    refuse_unusable(path, labels, problems)
     return labels, list(problems), False
 
 
@@ -987,6 +1119,28 @@ def _figure_frame(run: Any, figure: str) -> pd.DataFrame:
     return seg[np.isfinite(seg["value"])].sort_values("segment_id").reset_index(drop=True)
 
 
+def check_plan_units(figure: str, kind: str, *, half_width: float | None = None, detect: float | None = None,
+                     correlation: float | None = None, confidence: float | None = None) -> None:
+    """Refuse a plan asked in the wrong units, before anything is read: a half-width (``--half-width``) and
+    a difference to detect (``--detect-difference``) are positive; for a share (``kind`` ``"share"``) they
+    are fractions in [0, 1] (0.03 means 3 percentage points, never 3); a stated correlation is strictly
+    between -1 and 1 and a confidence level in (0, 1). ``ValueError`` naming the option and the value."""
+    for option, value, what in (("--half-width", half_width, "the interval's half-width"),
+                                ("--detect-difference", detect, "the size of the difference B - A to detect")):
+        if value is None:
+            continue
+        unit = "a fraction in (0, 1] for a share" if kind == "share" else "points of the figure"
+        if not math.isfinite(value) or value <= 0:
+            raise ValueError(f"{option} {value:g}: {what} must be a positive number ({unit})")
+        if kind == "share" and value > 1:
+            raise ValueError(f"{option} {value:g} for {figure}: a share is a fraction in [0, 1] (0.03 means 3 "
+                             f"percentage points); {value:g} would be {100 * value:g} percentage points")
+    if correlation is not None and not -1 < correlation < 1:
+        raise ValueError(f"--correlation {correlation:g}: a judge-human correlation is strictly between -1 and 1")
+    if confidence is not None and not 0 < confidence < 1:
+        raise ValueError(f"--confidence {confidence:g}: a confidence level is in (0, 1), e.g. 0.95")
+
+
 def plan_for_runs(runs_: Sequence[Any], *, figure: str = "mean score", half_width: float | None = None,
                   detect: float | None = None, labels: str | Path | None = None, correlation: float | None = None,
                   signal: str | None = None, stratify: Sequence[str] | None = None, confidence: float | None = None,
@@ -997,7 +1151,8 @@ def plan_for_runs(runs_: Sequence[Any], *, figure: str = "mean score", half_widt
     What is known of the human values: ``labels`` (the labels so far, :func:`read_pilot`) or a stated
     ``correlation``. ``signal``: the active design's signal (:func:`load_signal`); ``stratify``: the
     stratified design's strata (default: the pack's strata when ``labels`` is a stratified pack, else the
-    judge's band). Returns ``{"plans": [(label, LabelPlan)], "mode", "target_half_width", "notes"}``."""
+    judge's band). Returns ``{"plans": [(label, LabelPlan)], "mode", "target_half_width", "notes"}``.
+    The units are checked before any run is read (:func:`check_plan_units`)."""
     from ..runs import Run, load_run
     from ..stats import label_budget as lb
     from ..stats.intervals import CONFIDENCE, HEADLINE_FIGURES
@@ -1009,6 +1164,7 @@ def plan_for_runs(runs_: Sequence[Any], *, figure: str = "mean score", half_widt
         raise ValueError("give a target half-width (--half-width) or a difference to detect (--detect-difference)")
     if (labels is None) == (correlation is None):
         raise ValueError("give the labels so far (--labels) or a stated judge-human correlation (--correlation)")
+    check_plan_units(fig, kind, half_width=half_width, detect=detect, correlation=correlation, confidence=conf)
     runs_l = [r if isinstance(r, Run) else load_run(r) for r in runs_]
     if not 1 <= len(runs_l) <= 2:
         raise ValueError("plan-labels takes one run (a half-width) or two runs (a difference)")

@@ -11,20 +11,27 @@
     the sheet and ``probabilities.csv``. ``--next-batch PACK`` (instead of ``--out``) draws the next batch of
     a batch-sequential design into PACK: its labels so far refit a ``model`` signal, the new segments go
     to ``sheet-<batch>.csv``, and every segment's weight counts every batch.
-``import-labels SHEET [SHEET ...] [--run RUN] [--out FILE]``
+``import-labels SHEET [SHEET ...] [--run RUN] [--out FILE] [--replace]``
     validate filled sheet(s); segment ids are checked against ``--run``'s judged segments, else against
     the ``design.json`` beside the (first) sheet. Valid rows are written to FILE (default
     ``sheet.imported.csv`` beside the first sheet: in a pack with several batches, the pack's one labels
     file, to which a later batch's rows are added); each row keeps its segment's inclusion probability
-    when the pack records it. Every bad row is printed with its line.
+    when the pack records it. Every bad row is printed with its line. A (segment, rater) labelled twice
+    is a bad row naming both places; with ``--replace`` a later file's row (later on the command line, or
+    a sheet imported now over the pack's rows from another sheet) replaces the earlier one and the count
+    is said (two rows of one sheet stay bad rows). A file that is not a sheet (empty, binary, other
+    columns, a semicolon-separated save) is refused before anything is written.
 ``plan-labels RUN --figure mean_score --half-width 2 (--labels FILE | --correlation 0.6) [--signal SPEC]``
 ``plan-labels RUN_A RUN_B --detect-difference 3 ...``
     the labels the figure needs under each design (labels only, uniform, stratified, active) for the
     interval's half-width to reach the target with 90% assurance (shares as fractions: ``--figure
     share_poor --half-width 0.05``), or for a difference between two runs to be detected with 80% power.
+    The units are checked before any run is read: a share's ``--half-width`` or ``--detect-difference``
+    above 1 (``5`` for 5 percentage points) or a half-width of 0 or less is refused.
 
-Exit status: 0 ok; 2 usage error (missing run or file, unknown stratifier, design or signal, pack folder
-already used, nothing to check ids against); 6 ``import-labels`` found bad rows (the valid rows are still
+Exit status: 0 ok; 2 usage error (missing run or file, a file that is not a labels sheet, unknown
+stratifier, design or signal, pack folder already used, nothing to check ids against, a target in the
+wrong units); 6 ``import-labels`` found bad rows (the valid rows are still
 written; the same code as ``--strict`` elsewhere).
 """
 
@@ -126,6 +133,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
         design_frame,
         import_labels,
         known_from_results,
+        labels_header,
         merge_pack_labels,
         with_inclusion,
         write_labels,
@@ -138,6 +146,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
     try:
         for s in sheets:
             require_file(s, "sheet", "a filled labelling sheet (CSV file)")
+            labels_header(s, constructed=False)  # empty, binary or other columns: refused, nothing written
         if args.run:
             known = known_from_results(load_run(args.run).results)
             basis = f"run {args.run}"
@@ -147,20 +156,24 @@ def _cmd_import(args: argparse.Namespace) -> int:
             basis = str(design_path)
         else:
             raise FileNotFoundError(f"no {DESIGN_FILE} beside {sheets[0]}: pass --run RUN to check the segment ids")
-        labels, problems = import_labels(sheets, known)
+        labels, problems = import_labels(sheets, known, replace=args.replace)
         if labels.empty and not problems:
             raise ValueError(f"no label rows in {', '.join(map(str, sheets))}: only a header; nothing was written")
     except (ValueError, FileNotFoundError, KeyError, UnicodeDecodeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     kept = 0
+    replaced = len(labels.attrs.get("replaced", []))
     if design_path.is_file():
         labels = with_inclusion(labels, design_path)
     if args.out:
         out = Path(args.out)
     elif design_path.is_file():
         out = sheets[0].parent / IMPORTED_FILE
-        labels, kept = merge_pack_labels(labels, out, sheets)
+        merge = merge_pack_labels(labels, out, sheets, replace=args.replace)
+        labels, kept = merge.labels, merge.kept
+        problems = [*problems, *merge.problems]
+        replaced += merge.replaced
     else:
         out = sheets[0].with_name(sheets[0].stem + ".imported.csv")
     write_labels(labels, out)
@@ -168,13 +181,16 @@ def _cmd_import(args: argparse.Namespace) -> int:
         print(f"BAD ROW {p}", file=sys.stderr)
     summary = {"labels": len(labels), "segments": int(labels["segment_id"].nunique()),
                "raters": sorted(labels["rater"].unique().tolist()), "bad_rows": len({(p.file, p.line) for p in problems}),
+               "duplicates": sum(1 for p in problems if p.duplicate_of), "replaced": replaced,
                "checked_against": basis, "written": str(out), "kept_from_other_batches": kept,
                "inclusion_probabilities": bool("inclusion_probability" in labels.columns
                                                and labels["inclusion_probability"].notna().all())}
+    dups = f" ({summary['duplicates']} a duplicate (segment, rater))" if summary["duplicates"] else ""
     print(json.dumps(summary) if args.json else
           f"{summary['labels']} label row(s) for {summary['segments']} segment(s) by {len(summary['raters'])} "
-          f"rater(s); {summary['bad_rows']} bad row(s); ids checked against {basis}; written to {out}"
-          + (f" (with {kept} row(s) of the pack's other batches)" if kept else ""))
+          f"rater(s); {summary['bad_rows']} bad row(s){dups}; ids checked against {basis}; written to {out}"
+          + (f" (with {kept} row(s) of the pack's other batches)" if kept else "")
+          + (f"; --replace: {replaced} row(s) replaced by a later file's" if args.replace else ""))
     return EXIT_BAD_ROWS if problems else EXIT_OK
 
 
@@ -264,6 +280,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("sheet", nargs="+", help="filled sheet.csv file(s), one per rater or shared")
     p.add_argument("--run", help="run folder whose segment ids are known (default: design.json beside the sheet)")
     p.add_argument("--out", help="validated labels CSV (default sheet.imported.csv beside the first sheet)")
+    p.add_argument("--replace", action="store_true",
+                   help="a (segment, rater) labelled in two files: the later file's row (later on the command line; "
+                        "a sheet imported now over the pack's earlier imports) replaces the earlier one, and the "
+                        "count is said (without it each such row is a bad row naming both files)")
     p.add_argument("--json", action="store_true", help="machine-readable summary")
     p.set_defaults(handler=_cmd_import)
 
