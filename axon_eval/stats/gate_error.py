@@ -37,7 +37,7 @@ import pandas as pd
 from .gate_intervals import MAX_GATE_ERROR, MIN_GATE_TURNS, MIN_PAIRED_TURNS, hall_bounds, paired_share_bounds, share_bounds
 from .intervals import CONFIDENCE
 
-#: The sample sizes (turns) of the table: from below the gate's minimum to a large run.
+#: The sample sizes (turns) of the table, from below the gate's minimum to a large run.
 GATE_ERROR_NS: tuple[int, ...] = (5, 10, 15, 20, 30, 50, 100, 200, 300)
 #: Replicates per cell (Monte Carlo standard error about 0.16 percentage points at a 2.5% error).
 GATE_ERROR_REPLICATES = 10_000
@@ -165,7 +165,7 @@ def worst_by_n(table: pd.DataFrame) -> pd.DataFrame:
     return worst.reset_index(drop=True)
 
 
-#: The non-inferiority margins of the table: points for the mean score, a fraction for the share poor.
+#: The non-inferiority margins of the table, in points for the mean score and a fraction for the share poor.
 MEAN_MARGIN = 2.0
 SHARE_MARGIN = 0.03
 #: Independent shares at the threshold (each a population of its own).
