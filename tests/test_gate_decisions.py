@@ -215,3 +215,16 @@ def test_two_independent_packs_weight_a_pair_by_both_inclusion_probabilities():
     # the pairs' weights must be said: equal numbers do not tell one pack from two
     with pytest.raises(ValueError, match="same_pack"):
         corrected_differences(fa, fb, ha_f, hb_f, figures=("mean score",), weights_a=w, weights_b=w)
+
+
+def test_a_corrected_figure_on_fewer_than_five_labels_prints_not_informative(sample, tmp_path, capsys):
+    few = tmp_path / "few.csv"
+    few.write_text("".join(LABELS.read_text().splitlines(keepends=True)[:4]))
+    base, harsher = str(sample["base"]), str(sample["harsher"])
+    assert main(["compare", base, harsher, "--no-write", "--labels", str(few)]) == 0
+    out = capsys.readouterr().out
+    line = next(li for li in out.splitlines() if li.strip().startswith("mean score B - A, human-corrected"))
+    assert "not informative (3 labelled, fewer than 5)" in line
+    assert main(["compare", base, harsher, "--labels", str(few), "--fail-on-regression", "--corrected",
+                 "--margin", "20", "--out", str(tmp_path / "cmp")]) == 2
+    assert "not informative" in capsys.readouterr().err and not (tmp_path / "cmp").exists()

@@ -1226,9 +1226,17 @@ def plan_for_runs(runs_: Sequence[Any], *, figure: str = "mean score", half_widt
             if len(both) < lb.MIN_LABELLED + 1:
                 raise ValueError(f"only {len(both)} pair(s) are labelled in both runs; a paired plan needs at least "
                                  f"{lb.MIN_LABELLED + 1} (or state --correlation)")
+            # one labels source for both runs is one pack drawn on the pairs: a pair's weight is the weight its
+            # two sides share (two packs drawn independently would weight it 1 / (pi_A pi_B) instead)
+            wa, wb = ha.loc[both, "weight"].to_numpy(dtype=np.float64), hb.loc[both, "weight"].to_numpy(dtype=np.float64)
+            known = np.isfinite(wa) & np.isfinite(wb)
+            if not np.allclose(wa[known], wb[known]):
+                bad = both[np.flatnonzero(known & ~np.isclose(wa, wb))[0]]
+                raise ValueError(f"the pilot {labels} gives pair {bad!r} the weight {ha.loc[bad, 'weight']:g} in run A and "
+                                 f"{hb.loc[bad, 'weight']:g} in run B; a paired pilot is one pack drawn on the pairs")
             keys = pd.DataFrame({"segment_id": both, "value": hb.loc[both, "value"].to_numpy() - ha.loc[both, "value"].to_numpy(),
                                  "position": ha.loc[both, "position"].to_numpy(),
-                                 "weight": ha.loc[both, "weight"].to_numpy()})
+                                 "weight": np.where(np.isfinite(wa), wa, wb)})
         plan = one(diff, pilots[0], sig, target, keys=keys)
         notes.append(f"paired on segment_id ({len(common)} pairs): the figure planned is the per-pair difference B - A; "
                      + ("the stated correlation is that of the differences" if correlation is not None else

@@ -136,7 +136,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from ..runs import compare_runs
     from ..stats.difference import format_differences
     from ..runs import load_run
-    from ..stats.gate import non_inferiority_gate
+    from ..stats.gate import non_inferiority_gate, uninformative_figures
     from ..stats.gate_intervals import MIN_PAIRED_TURNS, paired_gate_table
 
     margins = {figure: getattr(args, opt) for opt, figure in NAMED_MARGINS.items() if getattr(args, opt) is not None}
@@ -176,6 +176,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             lb = run_labels(comparison.run_b, labels_b, seed=args.seed)
             comparison.corrected = corrected_comparison(comparison, la, lb,
                                                         design="independent" if args.independent else "paired")
+            if args.fail_on_regression and args.corrected:
+                refused = uninformative_figures(comparison.corrected.rename(columns={"n_labelled": "n"}), list(margins))
+                if refused:
+                    raise GateRefused("the labels cannot support this gate: " + "; ".join(refused))
     except (GateRefused, *_USAGE_ERRORS) as exc:
         return _usage_error(exc)
     if args.format == "text":

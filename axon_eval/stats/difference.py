@@ -54,7 +54,7 @@ import pandas as pd
 from ..rubric import BANDS
 from .intervals import CONFIDENCE, Interval, figure_values, z_value
 from .paired import PAIR_BY, pair_units
-from .ppi import MIN_LABELLED, PPIResult, classical_mean, ppi_mean
+from .ppi import MIN_INFORMATIVE_LABELS, MIN_LABELLED, PPIResult, classical_mean, ppi_mean
 
 #: The figures a corrected difference is given for (a share capped has no human value).
 DIFFERENCE_FIGURES: tuple[str, ...] = ("mean score", *(f"share {b}" for b in BANDS))
@@ -303,7 +303,9 @@ def format_differences(table: pd.DataFrame) -> list[str]:
         pct = f"{r.confidence:.0%}"
         lam = (f"lambda {r.lam:.2f}" if r.lam is not None and math.isfinite(r.lam) else
                f"lambda {r.lam_a:.2f}/{r.lam_b:.2f}" if r.lam_a is not None and math.isfinite(r.lam_a) else "")
-        corrected = (f"{fmt(r.kind, r.estimate)} ({pct} {fmt(r.kind, r.lo)} to {fmt(r.kind, r.hi)})"
+        corrected = (f"not informative ({r.n_labelled} labelled, fewer than {MIN_INFORMATIVE_LABELS})"
+                     if math.isfinite(r.estimate) and r.n_labelled < MIN_INFORMATIVE_LABELS else
+                     f"{fmt(r.kind, r.estimate)} ({pct} {fmt(r.kind, r.lo)} to {fmt(r.kind, r.hi)})"
                      if math.isfinite(r.estimate) else f"not computed ({r.note})")
         out.append(f"{r.figure} B - A, human-corrected ({r.design}, {r.n_labelled} labelled, {r.n_unlabelled} judged "
                    f"only{', ' + lam if lam else ''}): {corrected}; judge only {fmt(r.kind, r.judge_estimate)} "

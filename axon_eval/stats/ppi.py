@@ -644,6 +644,8 @@ def format_corrected(table: pd.DataFrame) -> list[str]:
             est, lo, hi = (getattr(r, f"{prefix}_{k}") for k in ("estimate", "lo", "hi"))
             if math.isnan(est):
                 return "-"
+            if prefix != "judge" and r.n_labelled < MIN_INFORMATIVE_LABELS:
+                return f"not informative ({r.n_labelled} labels, fewer than {MIN_INFORMATIVE_LABELS})"
             return fmt_estimate(est, lo, hi, share=share)
 
         eff = "" if math.isnan(r.effective_labels) else (f"; PPI is as precise as {r.effective_labels:.0f} labels "
