@@ -15,9 +15,11 @@ Public names
 ``describe_invalid_lines(invalid)``     one text per bad line listing all of its problems
 ``parse_turn_lines(lines)``             the same on an iterable of strings or bytes
 ``iter_turns(path)``                    streams ``Turn`` / ``InvalidTurn`` records line by line
+``iter_bounded_lines(fh)``              the lines of a binary file, a line over the size limit as ``LongLine``
 ``split_segments(turn)``                bundled questions -> ``Segment`` records (``turn_id#k``)
 ``trajectory_facts(turn)``              -> ``TrajectoryFacts`` (what the deterministic caps read)
 ``turn_json_schema()``                  the JSON Schema of one evidence line (both versions)
+``escape_control(text)``                evidence text made safe to print on a terminal (controls escaped)
 
 Schema versions
 ---------------
@@ -41,20 +43,47 @@ A line is valid for ``load_turns`` exactly when it is valid under :func:`turn_js
 a number given as text (``"84"``) or a boolean is not a number, ``schema_version`` is the number 1 or 2,
 ``sanitized`` is ``true`` or ``false``, and ``captured_at`` is RFC 3339 date-time text with its offset
 (:data:`RFC3339_PATTERN`; not a Unix time).
+
+Hostile lines
+-------------
+Every line is read and checked on its own, so a hostile line costs only itself (an :class:`InvalidTurn`
+naming its line and the reason) and the rest of the file loads:
+
+* a line longer than :data:`MAX_LINE_BYTES` (16 MiB, not counting its line end; the ``max_line_bytes``
+  keyword of the loaders changes it) is skipped unread: a file is read in pieces of at most the limit, so
+  the line is never held whole nor parsed;
+* a line nested deeper than :data:`MAX_NESTING_DEPTH` (100 levels of arrays and objects, the line's own
+  object being level 1; keyword ``max_depth``) is refused, also when it is too deep for the JSON parser
+  itself, without a ``RecursionError``;
+* ``NaN``, ``Infinity`` and ``-Infinity`` (which Python's JSON parser accepts although JSON has no such
+  numbers) and numbers too large for a 64-bit float (``1e400``, read as infinity) are refused at parsing,
+  naming the field where they stand;
+* ``turn_id`` may hold no ``#``, no whitespace, no control character and no invisible format or
+  bidirectional character of the Basic Multilingual Plane (:data:`TURN_ID_PATTERN`): no mark, embedding,
+  override or isolate (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069), no zero-width character, no
+  byte order mark, no lone surrogate;
+* the texts of an :class:`InvalidTurn` (field, message, turn id) are stored with
+  :func:`escape_control` applied, so printing one never sends a control sequence to a terminal. Text of a
+  valid turn (question, answer, rows) is kept as captured; :func:`escape_control` is the helper for
+  printing it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
+from itertools import chain, compress
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -89,6 +118,62 @@ FAILED_STATUSES = frozenset({"error", "timeout"})
 RFC3339_PATTERN = (r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])[Tt]([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,6})?"
                    r"([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)$")
 _RFC3339 = re.compile(RFC3339_PATTERN)
+
+#: The longest line the loaders parse, in bytes, not counting the line end (16 MiB). A longer line is one
+#: :class:`InvalidTurn` and is never read whole. The ``max_line_bytes`` keyword of :func:`load_turns`,
+#: :func:`iter_turns`, :func:`iter_turn_lines` and :func:`iter_turns_range` overrides it per call; a
+#: changed value here applies to later calls in this process (and to worker processes it forks).
+MAX_LINE_BYTES = 16 * 1024 * 1024
+#: The deepest nesting of arrays and objects a line may have (its own object is level 1, ``steps`` 2,
+#: a step 3, ``rows`` 4, a row 5). The ``max_depth`` keyword of the loaders overrides it per call.
+MAX_NESTING_DEPTH = 100
+
+#: Code points of the Basic Multilingual Plane that never belong in an identifier, as a regular-expression
+#: character class: C0 and C1 controls, and the format characters (Unicode category Cf: soft hyphen,
+#: Arabic number signs, bidirectional marks, embeddings, overrides and isolates, zero-width characters,
+#: the byte order mark, interlinear annotation), line and paragraph separators, and lone surrogates.
+_BMP_UNSAFE = (r"\u0000-\u001f\u007f-\u009f\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
+               r"\u200b-\u200f\u2028-\u202e\u2060-\u206f\ud800-\udfff\ufeff\ufff9-\ufffb")
+#: The same beyond the Basic Multilingual Plane (format characters and tag characters).
+_ASTRAL_UNSAFE = (r"\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+                  r"\U000e0001\U000e0020-\U000e007f")
+#: What a ``turn_id`` must match (Python ``re`` and ECMA-262 read it alike): no ``#`` (it separates a
+#: turn from its segment number), no whitespace, nothing of ``_BMP_UNSAFE``.
+TURN_ID_PATTERN = r"^[^#\s" + _BMP_UNSAFE + r"]+$"
+_ID_REFUSED = re.compile(r"[#\s" + _BMP_UNSAFE + r"]")
+_UNSAFE = re.compile(r"[" + _BMP_UNSAFE + _ASTRAL_UNSAFE + r"]")
+_CATEGORY_NAMES = {"Cc": "a control character", "Cs": "a lone surrogate", "Cf": "a format character",
+                   "Cn": "an unassigned format code point"}
+
+
+def _escape_one(match: re.Match[str]) -> str:
+    cp = ord(match.group())
+    return f"\\x{cp:02x}" if cp <= 0xFF else f"\\u{cp:04x}" if cp <= 0xFFFF else f"\\U{cp:08x}"
+
+
+def escape_control(text: str) -> str:
+    """``text`` safe to print on a terminal: every control character (C0, DEL, C1: tab and newline
+    included), format character (Unicode category Cf: bidirectional marks, embeddings, overrides and
+    isolates, zero-width characters, tags), line or paragraph separator and lone surrogate is replaced by
+    its Python escape (``\\x1b``, ``\\u202e``, ``\\U000e0041``). Everything else is kept, backslashes
+    included, so the result is for reading, not for decoding back; applying it twice changes nothing."""
+    return _UNSAFE.sub(_escape_one, text) if _UNSAFE.search(text) else text
+
+
+def _turn_id(value: str) -> str:
+    """A ``turn_id`` holds no ``#``, whitespace, control, invisible format or bidirectional character
+    (:data:`TURN_ID_PATTERN`); the message names the first such character and its position."""
+    found = _ID_REFUSED.search(value)
+    if found is None:
+        return value
+    ch, at = found.group(), found.start()
+    if ch == "#":
+        raise ValueError(f"must not contain '#' (it separates a turn id from its segment number), found at "
+                         f"position {at}")
+    name = unicodedata.name(ch, "") or _CATEGORY_NAMES.get(unicodedata.category(ch), unicodedata.category(ch))
+    kind = "whitespace" if ch.isspace() and unicodedata.category(ch) not in ("Cc", "Zl", "Zp") else \
+        "a control, invisible format or bidirectional character"
+    raise ValueError(f"must not contain {kind}: U+{ord(ch):04X} ({name}) at position {at}")
 
 
 def _json_number(value: Any) -> Any:
@@ -244,7 +329,9 @@ class Turn(_Model):
     model_config = ConfigDict(json_schema_extra=_turn_schema)
 
     schema_version: Annotated[Literal[1, 2], BeforeValidator(_version)]
-    turn_id: str = Field(min_length=1, pattern=r"^[^#\s]+$")
+    turn_id: Annotated[str, AfterValidator(_turn_id), Field(
+        min_length=1, json_schema_extra={"pattern": TURN_ID_PATTERN},
+        description="No '#', whitespace, control, invisible format or bidirectional character.")]
     captured_at: Annotated[datetime, BeforeValidator(_rfc3339),
                            Field(json_schema_extra={"pattern": RFC3339_PATTERN})]
     region: str = Field(min_length=1)
@@ -302,7 +389,9 @@ class InvalidTurn:
     """A line of an evidence file that could not be used, and why.
 
     ``line`` is 1-based; ``field`` is a dotted path into the JSON object (``steps.2.status``) or
-    ``"<line>"`` when the line is not JSON at all.
+    ``"<line>"`` when the line is not JSON at all (or too long or too deep to parse). The loaders store
+    ``field``, ``message`` and ``turn_id`` with :func:`escape_control` applied: they quote the line, which
+    may hold control or bidirectional characters.
     """
 
     source: str
@@ -312,8 +401,10 @@ class InvalidTurn:
     turn_id: str | None = None
 
     def __str__(self) -> str:
-        tid = f" (turn {self.turn_id})" if self.turn_id else ""
-        return f"{self.source}:{self.line}{tid}: {self.field}: {self.message}"
+        """``source:line (turn id): field: message``, control characters escaped (:func:`escape_control`)."""
+        tid = f" (turn {escape_control(self.turn_id)})" if self.turn_id else ""
+        return escape_control(f"{self.source}:{self.line}") + f"{tid}: {escape_control(self.field)}: " \
+            f"{escape_control(self.message)}"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -323,6 +414,83 @@ def _loc_to_path(loc: tuple[Any, ...]) -> str:
     # pydantic puts the discriminator tag into the location (steps.0.sql.status); drop it.
     parts = [str(p) for p in loc if p not in ("tool", "sql")]
     return ".".join(parts) or "<root>"
+
+
+def _invalid(source: str, line: int, field: str, message: str, turn_id: str | None = None) -> InvalidTurn:
+    """An :class:`InvalidTurn` whose texts are passed through :func:`escape_control` (they quote the line)."""
+    return InvalidTurn(source, line, escape_control(field), escape_control(message),
+                       None if turn_id is None else escape_control(turn_id))
+
+
+def _shown(value: Any, limit: int = 200) -> str:
+    """``repr(value)``, cut to ``limit`` characters (with the full length) when longer."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
+
+
+def _limit(value: int | None, default: int, name: str) -> int:
+    if value is None:
+        value = default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class LongLine:
+    """A line longer than the line limit, skipped without being held: ``size`` bytes without its line
+    end, ``nbytes`` with it (what it occupies in the file). Yielded by the bounded line readers in place
+    of the line; the loaders turn it into an :class:`InvalidTurn`."""
+
+    size: int
+    nbytes: int
+
+    def __len__(self) -> int:
+        return self.nbytes
+
+
+def _body_size(raw: bytes | str) -> int:
+    """Length of a line without its line end (``\\n`` or ``\\r\\n``)."""
+    end = raw[-2:]
+    return len(raw) - (2 if end in (b"\r\n", "\r\n") else 1 if end[-1:] in (b"\n", "\n") else 0)
+
+
+def iter_bounded_lines(fh: Any, max_line_bytes: int | None = None) -> Iterator[bytes | LongLine]:
+    """The lines of a binary file as ``bytes``, except that a line longer than ``max_line_bytes``
+    (default :data:`MAX_LINE_BYTES`; not counting the line end) is read past in pieces (of at most 1 MiB)
+    and yielded as a :class:`LongLine`, so memory holds at most ``max_line_bytes + 2`` bytes of it."""
+    limit = _limit(max_line_bytes, MAX_LINE_BYTES, "max_line_bytes")
+    readline = fh.readline
+    piece = limit + 2
+    while True:
+        raw = readline(piece)
+        if not raw:
+            return
+        if raw.endswith(b"\n") or len(raw) < piece:
+            size = _body_size(raw)
+            yield raw if size <= limit else LongLine(size, len(raw))
+            continue
+        total, last, skip = len(raw), raw, min(piece, 1 << 20)
+        while not last.endswith(b"\n"):
+            last = readline(skip)
+            if not last:
+                break
+            total += len(last)
+        yield LongLine(total - (1 if last.endswith(b"\n") else 0), total)
+
+
+def _line_size(raw: str | bytes | LongLine, limit: int) -> int | None:
+    """The size in bytes of a line over ``limit`` (line end not counted), else ``None``."""
+    if isinstance(raw, LongLine):
+        return raw.size
+    if isinstance(raw, str):
+        if len(raw) * 4 <= limit:  # a character is at most 4 bytes of UTF-8
+            return None
+        raw = raw.encode("utf-8", "surrogatepass")
+    if len(raw) <= limit:
+        return None
+    size = _body_size(raw)
+    return size if size > limit else None
 
 
 def _decode_line(raw: str | bytes, lineno: int) -> tuple[str | None, str | None]:
@@ -338,46 +506,174 @@ def _decode_line(raw: str | bytes, lineno: int) -> tuple[str | None, str | None]
                       f"cannot be decoded ({exc.reason})")
 
 
-def iter_numbered_turn_lines(lines: Iterable[str | bytes], source: str = "<memory>", *,
-                             first_line: int = 1) -> Iterator[tuple[int, Turn | InvalidTurn]]:
+class _NonFinite:
+    """Stands in, while a line is checked, for a number JSON does not have (``NaN``, ``Infinity``,
+    ``-Infinity``) or one that overflows a 64-bit float (its text kept)."""
+
+    __slots__ = ("overflow", "text")
+
+    def __init__(self, text: str, overflow: bool = False) -> None:
+        self.text = text
+        self.overflow = overflow
+
+
+def _parse_json(text: str) -> tuple[Any, bool]:
+    """``(value, found)``: the line parsed with Python's JSON parser, non-finite numbers replaced by
+    :class:`_NonFinite` (``found`` says whether any was). Raises what ``json.loads`` raises."""
+    found: list[bool] = []
+
+    def constant(name: str) -> _NonFinite:
+        found.append(True)
+        return _NonFinite(name)
+
+    def number(literal: str, _float: type[float] = float) -> float | _NonFinite:
+        value = _float(literal)
+        if value in (math.inf, -math.inf):
+            found.append(True)
+            return _NonFinite(literal, overflow=True)
+        return value
+
+    value = json.JSONDecoder(parse_constant=constant, parse_float=number).decode(text)
+    return value, bool(found)
+
+
+_CONTAINERS = (dict, list)
+_CONTAINER_SET = frozenset(_CONTAINERS)
+
+
+def _children(node: dict[str, Any] | list[Any]) -> Iterable[tuple[str, Any]]:
+    return ((str(k), v) for k, v in (node.items() if type(node) is dict else enumerate(node)))
+
+
+def _path_text(path: tuple[str, ...], shown: int = 8) -> str:
+    return ".".join(path[:shown]) + (".…" if len(path) > shown else "") if path else "<root>"
+
+
+def _too_deep(obj: Any, text: str, max_depth: int) -> tuple[str, ...] | None:
+    """``None`` when ``obj`` nests at most ``max_depth`` levels of arrays and objects (``obj`` itself is
+    level 1), else the path of a container below that level. Breadth first, one level at a time, with
+    the per-element work done by C-level iterators (a line of a million rows costs milliseconds)."""
+    if text.count("[") + text.count("{") <= max_depth:  # not enough brackets to be that deep
+        return None
+    level, depth = [obj], 1
+    while depth <= max_depth:
+        kinds = set(map(type, level))
+        if dict not in kinds:
+            children = list(chain.from_iterable(level))
+        elif list not in kinds:
+            children = list(chain.from_iterable(map(dict.values, level)))
+        else:
+            children = list(chain.from_iterable(n.values() if type(n) is dict else n for n in level))
+        found = set(map(type, children))
+        if not found & _CONTAINER_SET:
+            return None
+        level = children if found <= _CONTAINER_SET else \
+            list(compress(children, map(_CONTAINER_SET.__contains__, map(type, children))))
+        depth += 1
+    stack: list[tuple[Any, tuple[str, ...]]] = [(obj, ())]
+    while stack:  # depth first, to name where it is
+        node, path = stack.pop()
+        if len(path) >= max_depth:
+            return path
+        stack.extend((v, path + (k,)) for k, v in _children(node) if type(v) in _CONTAINERS)
+    return None  # pragma: no cover - the breadth-first pass found a deeper container
+
+
+def _non_finite(obj: Any) -> tuple[tuple[str, ...], _NonFinite] | None:
+    """The path and stand-in of the first non-finite number in ``obj``, in document order."""
+    stack: list[tuple[Any, tuple[str, ...]]] = [(obj, ())]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, _NonFinite):
+            return path, node
+        if type(node) in _CONTAINERS:
+            stack.extend(reversed([(v, path + (k,)) for k, v in _children(node)]))
+    return None
+
+
+def _non_finite_message(number: _NonFinite) -> str:
+    if number.overflow:
+        return (f"the number {_shown(number.text, 40)[1:-1]} is too large for a 64-bit float (it would read as "
+                f"infinity); non-finite numbers are refused")
+    return (f"{number.text} is not a JSON number; non-finite numbers (NaN, Infinity, -Infinity) are refused")
+
+
+def iter_numbered_turn_lines(lines: Iterable[str | bytes | LongLine], source: str = "<memory>", *,
+                             first_line: int = 1, max_line_bytes: int | None = None,
+                             max_depth: int | None = None) -> Iterator[tuple[int, Turn | InvalidTurn]]:
     """Validate JSON Lines of evidence one line at a time, yielding a :class:`Turn` or one or more
     :class:`InvalidTurn` records per non-blank line, in file order (constant memory per line).
 
     ``lines`` may be text or bytes (bytes are decoded as UTF-8 line by line: a line with a bad byte
-    becomes an invalid record and the other lines still load). A ``turn_id`` seen on an earlier line
-    is invalid (the first is kept). ``first_line`` is the file line number of the first of ``lines``
-    (a byte range of a file, :func:`iter_turns_range`, starts inside it). Each item comes with its file
-    line: ``(line, Turn | InvalidTurn)``; :func:`iter_turn_lines` gives the items alone.
+    becomes an invalid record and the other lines still load), or :class:`LongLine` markers from
+    :func:`iter_bounded_lines`. A ``turn_id`` seen on an earlier line is invalid (the first is kept).
+    ``first_line`` is the file line number of the first of ``lines`` (a byte range of a file,
+    :func:`iter_turns_range`, starts inside it). Each item comes with its file line:
+    ``(line, Turn | InvalidTurn)``; :func:`iter_turn_lines` gives the items alone.
+
+    A line over ``max_line_bytes`` (default :data:`MAX_LINE_BYTES`) is not parsed; one nested deeper than
+    ``max_depth`` (default :data:`MAX_NESTING_DEPTH`) or holding a non-finite number is refused (module
+    docstring, *Hostile lines*): each is one :class:`InvalidTurn`.
     """
+    limit = _limit(max_line_bytes, MAX_LINE_BYTES, "max_line_bytes")
+    depth_limit = _limit(max_depth, MAX_NESTING_DEPTH, "max_depth")
     seen: dict[str, int] = {}
     for lineno, raw in enumerate(lines, start=first_line):
-        decoded, why = _decode_line(raw, lineno)
+        size = _line_size(raw, limit)
+        if size is not None:
+            yield lineno, _invalid(source, lineno, "<line>",
+                                   f"line is {size:,} bytes, over the limit of {limit:,} bytes per line "
+                                   f"(MAX_LINE_BYTES, or the loader's max_line_bytes); not parsed")
+            continue
+        decoded, why = _decode_line(raw, lineno)  # type: ignore[arg-type]
         if decoded is None:
-            yield lineno, InvalidTurn(source, lineno, "<line>", why or "cannot be decoded")
+            yield lineno, _invalid(source, lineno, "<line>", why or "cannot be decoded")
             continue
         text = decoded.strip()
         if not text:
             continue
         try:
-            obj = json.loads(text)
+            obj, non_finite = _parse_json(text)
         except json.JSONDecodeError as exc:
-            yield lineno, InvalidTurn(source, lineno, "<line>", f"not valid JSON: {exc.msg} at column {exc.colno}")
+            yield lineno, _invalid(source, lineno, "<line>", f"not valid JSON: {exc.msg} at column {exc.colno}")
+            continue
+        except RecursionError:
+            yield lineno, _invalid(source, lineno, "<line>",
+                                   f"nested too deeply to parse (arrays and objects inside one another beyond "
+                                   f"the parser's recursion limit; at most {depth_limit} levels are allowed)")
+            continue
+        except ValueError as exc:  # e.g. an integer of more than 4300 digits
+            yield lineno, _invalid(source, lineno, "<line>", f"not valid JSON: {str(exc).splitlines()[0]}")
             continue
         if not isinstance(obj, dict):
-            yield lineno, InvalidTurn(source, lineno, "<root>", f"expected a JSON object, got {type(obj).__name__}")
+            yield lineno, _invalid(source, lineno, "<root>", f"expected a JSON object, got {type(obj).__name__}")
             continue
         tid = obj.get("turn_id")
         tid = tid if isinstance(tid, str) else None
+        deep = _too_deep(obj, text, depth_limit)
+        if deep is not None:
+            yield lineno, _invalid(source, lineno, _path_text(deep),
+                                   f"nested more than {depth_limit} levels deep (arrays and objects inside one "
+                                   f"another; MAX_NESTING_DEPTH, or the loader's max_depth)", tid)
+            continue
+        if non_finite:
+            path, number = _non_finite(obj) or ((), _NonFinite("NaN"))
+            yield lineno, _invalid(source, lineno, _path_text(path, shown=len(path)), _non_finite_message(number),
+                                   tid)
+            continue
         try:
             turn = Turn.model_validate(obj)
         except ValidationError as exc:
             for err in exc.errors():
                 value = err.get("input")
-                shown = "" if isinstance(value, dict | list) else f" (got {value!r})"
-                yield lineno, InvalidTurn(source, lineno, _loc_to_path(err["loc"]), f"{err['msg']}{shown}", tid)
+                shown = "" if isinstance(value, dict | list) else f" (got {_shown(value)})"
+                yield lineno, _invalid(source, lineno, _loc_to_path(err["loc"]), f"{err['msg']}{shown}", tid)
+            continue
+        except RecursionError:  # pragma: no cover - the depth limit keeps validation shallow
+            yield lineno, _invalid(source, lineno, "<line>", "nested too deeply to validate", tid)
             continue
         if turn.turn_id in seen:
-            yield lineno, InvalidTurn(
+            yield lineno, _invalid(
                 source, lineno, "turn_id",
                 f"duplicate turn_id {turn.turn_id!r} (first seen on line {seen[turn.turn_id]}); kept the first",
                 turn.turn_id)
@@ -386,20 +682,22 @@ def iter_numbered_turn_lines(lines: Iterable[str | bytes], source: str = "<memor
         yield lineno, turn
 
 
-def iter_turn_lines(lines: Iterable[str | bytes], source: str = "<memory>", *,
-                    first_line: int = 1) -> Iterator[Turn | InvalidTurn]:
+def iter_turn_lines(lines: Iterable[str | bytes | LongLine], source: str = "<memory>", *, first_line: int = 1,
+                    max_line_bytes: int | None = None, max_depth: int | None = None) -> Iterator[Turn | InvalidTurn]:
     """Validate JSON Lines of evidence one line at a time, yielding a :class:`Turn` or one or more
     :class:`InvalidTurn` records per non-blank line, in file order (constant memory per line); see
     :func:`iter_numbered_turn_lines`."""
-    for _line, item in iter_numbered_turn_lines(lines, source, first_line=first_line):
+    for _line, item in iter_numbered_turn_lines(lines, source, first_line=first_line, max_line_bytes=max_line_bytes,
+                                                max_depth=max_depth):
         yield item
 
 
-def parse_turn_lines(lines: Iterable[str | bytes], source: str = "<memory>") -> tuple[list[Turn], list[InvalidTurn]]:
+def parse_turn_lines(lines: Iterable[str | bytes], source: str = "<memory>", *, max_line_bytes: int | None = None,
+                     max_depth: int | None = None) -> tuple[list[Turn], list[InvalidTurn]]:
     """Validate JSON Lines of evidence. See :func:`load_turns`."""
     turns: list[Turn] = []
     invalid: list[InvalidTurn] = []
-    for item in iter_turn_lines(lines, source):
+    for item in iter_turn_lines(lines, source, max_line_bytes=max_line_bytes, max_depth=max_depth):
         (turns if isinstance(item, Turn) else invalid).append(item)
     return turns, invalid
 
@@ -424,24 +722,32 @@ def open_evidence(path: str | Path) -> Iterator[Iterable[bytes]]:
         yield fh
 
 
-def iter_turns(path: str | Path) -> Iterator[Turn | InvalidTurn]:
-    """Stream an evidence file: :func:`iter_turn_lines` over its lines (memory grows with one line)."""
+def iter_turns(path: str | Path, *, max_line_bytes: int | None = None,
+               max_depth: int | None = None) -> Iterator[Turn | InvalidTurn]:
+    """Stream an evidence file: :func:`iter_turn_lines` over its lines, read by :func:`iter_bounded_lines`
+    (memory grows with one line of at most ``max_line_bytes``, default :data:`MAX_LINE_BYTES`)."""
+    limit = _limit(max_line_bytes, MAX_LINE_BYTES, "max_line_bytes")
     with open_evidence(path) as fh:
-        yield from iter_turn_lines(fh, source=str(path))
+        yield from iter_turn_lines(iter_bounded_lines(fh, limit), source=str(path), max_line_bytes=limit,
+                                   max_depth=max_depth)
 
 
-def load_turns(path: str | Path) -> tuple[list[Turn], list[InvalidTurn]]:
+def load_turns(path: str | Path, *, max_line_bytes: int | None = None,
+               max_depth: int | None = None) -> tuple[list[Turn], list[InvalidTurn]]:
     """Read an evidence file (JSON Lines, one turn per line).
 
     Returns ``(turns, invalid)``. Blank lines are skipped. A line that is not UTF-8, not JSON, does not
     validate, or repeats an earlier ``turn_id`` yields one or more :class:`InvalidTurn` records naming
-    the line, the field and the problem; valid lines are kept. Nothing is dropped silently and one bad
-    line never stops the load. A missing or unreadable file raises :class:`EvidenceFileError` (a
-    ``ValueError``) naming it. :func:`iter_turns` streams the same records.
+    the line, the field and the problem; valid lines are kept. So does a hostile line (module docstring):
+    one longer than ``max_line_bytes`` (default :data:`MAX_LINE_BYTES`, 16 MiB; never read whole), one
+    nested deeper than ``max_depth`` (default :data:`MAX_NESTING_DEPTH`, 100 levels), one holding ``NaN``
+    or ``Infinity``. Nothing is dropped silently and one bad line never stops the load. A missing or
+    unreadable file raises :class:`EvidenceFileError` (a ``ValueError``) naming it. :func:`iter_turns`
+    streams the same records.
     """
     turns: list[Turn] = []
     invalid: list[InvalidTurn] = []
-    for item in iter_turns(path):
+    for item in iter_turns(path, max_line_bytes=max_line_bytes, max_depth=max_depth):
         (turns if isinstance(item, Turn) else invalid).append(item)
     return turns, invalid
 
@@ -470,14 +776,16 @@ def invalid_lines(invalid: Iterable[InvalidTurn | Mapping[str, Any]]) -> dict[in
 
 def describe_invalid_lines(invalid: Iterable[InvalidTurn | Mapping[str, Any]]) -> list[str]:
     """One text per bad line, lines ascending: ``"line 3 (turn eu-0001): answer: ...; steps.0.status: ..."``
-    (the turn id when the line named one). See :func:`invalid_lines`."""
+    (the turn id when the line named one), control characters escaped (:func:`escape_control`), so it
+    can be printed as it is. See :func:`invalid_lines`."""
     records = list(invalid)
     turn_of: dict[int, str] = {}
     for record in records:
         line, _, _, tid = _invalid_fields(record)
         if tid and line not in turn_of:
             turn_of[line] = tid
-    return [f"line {line}" + (f" (turn {turn_of[line]})" if line in turn_of else "") + ": " + "; ".join(problems)
+    return [escape_control(f"line {line}" + (f" (turn {turn_of[line]})" if line in turn_of else "") + ": "
+                           + "; ".join(problems))
             for line, problems in invalid_lines(records).items()]
 
 
@@ -616,14 +924,15 @@ class ByteRange:
 
 def plan_byte_ranges(path: str | Path, target_bytes: int) -> list[ByteRange]:
     """Cut an evidence file into consecutive ranges of about ``target_bytes`` each, on line boundaries,
-    in one streaming pass (memory: one line). An empty file gives one empty range. A missing file is an
-    :class:`EvidenceFileError` naming it."""
+    in one streaming pass (memory: one line, at most :data:`MAX_LINE_BYTES`; a longer line is measured,
+    not held). An empty file gives one empty range. A missing file is an :class:`EvidenceFileError`
+    naming it."""
     if target_bytes < 1:
         raise ValueError(f"target_bytes must be >= 1, got {target_bytes!r}")
     ranges: list[ByteRange] = []
     start, offset, line, first = 0, 0, 0, 1
     with open_evidence(path) as fh:
-        for raw in fh:
+        for raw in iter_bounded_lines(fh):
             offset += len(raw)
             line += 1
             if offset - start >= target_bytes:
@@ -634,21 +943,27 @@ def plan_byte_ranges(path: str | Path, target_bytes: int) -> list[ByteRange]:
     return ranges
 
 
-def iter_range_lines(path: str | Path, byte_range: ByteRange) -> Iterator[bytes]:
-    """The raw lines of one :class:`ByteRange` of an evidence file."""
+def iter_range_lines(path: str | Path, byte_range: ByteRange, *,
+                     max_line_bytes: int | None = None) -> Iterator[bytes | LongLine]:
+    """The raw lines of one :class:`ByteRange` of an evidence file, a line longer than ``max_line_bytes``
+    (default :data:`MAX_LINE_BYTES`) as a :class:`LongLine` (:func:`iter_bounded_lines`)."""
     with open_evidence(path) as fh:
         fh.seek(byte_range.start)  # type: ignore[attr-defined]
         left = byte_range.end - byte_range.start
-        for raw in fh:
+        for raw in iter_bounded_lines(fh, max_line_bytes):
             if left <= 0:
                 break
             left -= len(raw)
             yield raw
 
 
-def iter_turns_range(path: str | Path, byte_range: ByteRange) -> Iterator[tuple[int, Turn | InvalidTurn]]:
+def iter_turns_range(path: str | Path, byte_range: ByteRange, *, max_line_bytes: int | None = None,
+                     max_depth: int | None = None) -> Iterator[tuple[int, Turn | InvalidTurn]]:
     """``(line, Turn | InvalidTurn)`` over one byte range, with file line numbers
-    (:func:`iter_numbered_turn_lines`). A ``turn_id`` repeated within the range is invalid here; one
-    repeated across ranges is for the caller to find (it sees every range)."""
-    yield from iter_numbered_turn_lines(iter_range_lines(path, byte_range), source=str(path),
-                                        first_line=byte_range.first_line)
+    (:func:`iter_numbered_turn_lines`, with the same limits as :func:`load_turns`). A ``turn_id``
+    repeated within the range is invalid here; one repeated across ranges is for the caller to find (it
+    sees every range)."""
+    limit = _limit(max_line_bytes, MAX_LINE_BYTES, "max_line_bytes")
+    yield from iter_numbered_turn_lines(iter_range_lines(path, byte_range, max_line_bytes=limit), source=str(path),
+                                        first_line=byte_range.first_line, max_line_bytes=limit,
+                                        max_depth=max_depth)

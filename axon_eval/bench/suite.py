@@ -60,6 +60,7 @@ EXTERNAL_SECTIONS = {
     "partitioned": ("axon_eval.bench.partitioned", "bench_partitioned"),  # Dask workers: speed-up, memory
     "label_budget": ("axon_eval.bench.label_budget", "bench_label_budget"),  # study 11: planner at 1M segments, SIMULATED study
     "gate_error": ("axon_eval.bench.gate_error", "bench_gate_error"),  # SIMULATED one-sided error of every gate rule
+    "fitted_judge": ("axon_eval.bench.fitted_judge", "bench_fitted_judge"),  # opt-in fitted judge: LODO table, speed
 }
 
 
