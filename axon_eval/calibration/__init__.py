@@ -1,7 +1,8 @@
 """Calibration against people and over time: labelling packs and label imports, judge-drift anchors.
 
 Sits above runs, stats and reporting: it reads run folders, computes with :mod:`axon_eval.stats` and draws
-with :mod:`axon_eval.reporting`. Modules: :mod:`.labelling`, :mod:`.anchors`, :mod:`.drift`.
+with :mod:`axon_eval.reporting`. Modules: :mod:`.labelling`, :mod:`.anchors`, :mod:`.drift`, :mod:`.training` (the labelled sets as training
+data of the fitted offline judge).
 """
 
 from . import anchors, drift, labelling

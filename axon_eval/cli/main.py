@@ -3,7 +3,7 @@
 Verb groups, one module each: :mod:`.evidence` (``schema``, ``validate``), :mod:`.runs` (the run verbs; it
 documents the exit codes), :mod:`.compare` (``compare``, ``gate``), :mod:`.drift` (``anchor``, ``drift``), :mod:`.labelling`
 (``sample-for-labelling``, ``import-labels``, ``plan-labels``), :mod:`.importers` (``import-traces``, ``export-otlp``),
-:mod:`.reference` (``grade-reference``). Output piped into a program that stops reading early (``| head``)
+:mod:`.reference` (``grade-reference``), :mod:`.fitted` (``fit-heuristic``). Output piped into a program that stops reading early (``| head``)
 ends quietly. Ctrl-C prints one line (how much a run judged and where its folder is, kept and marked
 ``interrupted``: :class:`axon_eval.runs.manifest.RunInterrupted`), never a traceback, and exits 130.
 """
@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from . import compare, drift, evidence, importers, labelling, reference, runs, trend
+from . import compare, drift, evidence, fitted, importers, labelling, reference, runs, trend
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     trend.register(sub)  # trend (headline figures per run through DuckDB)
     importers.register(sub)  # import-traces, export-otlp
     reference.register(sub)  # grade-reference
+    fitted.register(sub)  # fit-heuristic (the fitted offline judge's coefficients and validation)
     return parser
 
 

@@ -4,6 +4,9 @@ Valid forms (nest freely)::
 
     heuristic                                   offline deterministic judge (code only)
     heuristic(lexicon=<name>)                   the same with a domain lexicon (sports default, retail, finance, none)
+    heuristic-fitted                            OPT-IN candidate: signals plus a small fitted model (packaged
+                                                coefficients; judge id heuristic-fitted[<file hash>])
+    heuristic-fitted(file=<path>)               the same with the coefficients of another file (a refit)
     anthropic:<model>[@<base_url>][#free_text]  Claude through the Anthropic API (or a compatible server);
                                                 claude:<model>... is an alias (the same judge and id)
     openai:<model>[@<base_url>][#free_text]     any OpenAI-compatible server
@@ -57,6 +60,7 @@ from .base import Judge
 VALID_FORMS = (
     "heuristic",
     "heuristic(lexicon=sports|retail|finance|none)",
+    "heuristic-fitted[(file=<coefficients.json>)]",
     "anthropic:<model>[@<base_url>][#free_text]  (alias claude:<model>...)",
     "openai:<model>[@<base_url>][#free_text]",
     "repeat(<spec>, <n>)",
@@ -69,6 +73,7 @@ VALID_FORMS = (
 WRAPPERS = ("repeat", "ensemble", "replay", "noise", "simulate", "prompt")
 _KEYWORD = re.compile(r"([A-Za-z_]\w*)\s*=(?!=)")
 _NAME = re.compile(r"[A-Za-z_]\w*")
+_FITTED_CALL = re.compile(r"heuristic-fitted\s*\((.*)\)", re.S)
 
 
 class SpecError(ValueError):
@@ -287,6 +292,17 @@ def _no_prompt_file(spec: str, what: str, options: dict[str, Any]) -> None:
                               "anthropic:/openai: judges only")
 
 
+def _build_fitted(spec: str, path: str | None, options: dict[str, Any]) -> Judge:
+    """The fitted offline judge with the packaged coefficients, or those of the file ``path``."""
+    _no_prompt_file(spec, "the fitted heuristic judge", options)
+    from .heuristic.fitted import FittedHeuristicJudge
+
+    try:
+        return FittedHeuristicJudge(path)
+    except ValueError as exc:  # an unreadable or foreign coefficient file
+        raise SpecError(spec, str(exc)) from None
+
+
 def _build(node: Leaf | Quoted | Call, spec: str, options: dict[str, Any]) -> Judge:
     if isinstance(node, Quoted):
         node = Leaf(node.text)
@@ -297,6 +313,15 @@ def _build(node: Leaf | Quoted | Call, spec: str, options: dict[str, Any]) -> Ju
 
             _no_prompt_file(spec, "the heuristic judge", options)
             return HeuristicJudge()
+        if text == "heuristic-fitted":
+            return _build_fitted(spec, None, options)
+        fitted = _FITTED_CALL.fullmatch(text)
+        if fitted is not None:  # a hyphenated name is read as a leaf: heuristic-fitted(file=<path>)
+            inner = parse_spec(f"heuristic({fitted.group(1)})")
+            if (not isinstance(inner, Call) or inner.args or set(inner.kwargs) != {"file"}
+                    or not inner.kwargs["file"].strip()):
+                raise SpecError(spec, "heuristic-fitted() takes only heuristic-fitted(file=<coefficients.json>)")
+            return _build_fitted(spec, inner.kwargs["file"].strip(), options)
         leaf = parse_api_leaf(text, spec)
         if leaf is not None:
             return _build_api_leaf(leaf, text, spec, options)
