@@ -5,7 +5,8 @@ can, a ratio against a baseline measured in the same process moments apart. The 
 the figures are written to ``runs/<UTC date>T<time>Z_bench/bench.json``.
 
 Sections: ``scoring`` (:mod:`axon_eval.bench.scoring`), ``heuristic`` (:mod:`axon_eval.bench.heuristic`), ``judges``
-(:mod:`axon_eval.bench.llm`), ``runs`` (:mod:`axon_eval.bench.runs`), ``studies`` (every entry of
+(:mod:`axon_eval.bench.llm`), ``runs`` (:mod:`axon_eval.bench.runs`), ``faults`` (:mod:`axon_eval.bench.faults`:
+runs killed at five moments and resumed; views re-paid, segments lost, spend recorded against paid), ``studies`` (every entry of
 :data:`STUDY_BENCHES`, e.g. :mod:`axon_eval.bench.noise`, :mod:`axon_eval.bench.sensitivity`), ``gate_error``
 (:mod:`axon_eval.bench.gate_error`: the SIMULATED error of every gate rule at n = 5 to 300).
 ``--only NAME`` runs one.
@@ -61,6 +62,7 @@ EXTERNAL_SECTIONS = {
     "label_budget": ("axon_eval.bench.label_budget", "bench_label_budget"),  # study 11: planner at 1M segments, SIMULATED study
     "gate_error": ("axon_eval.bench.gate_error", "bench_gate_error"),  # SIMULATED one-sided error of every gate rule
     "fitted_judge": ("axon_eval.bench.fitted_judge", "bench_fitted_judge"),  # opt-in fitted judge: LODO table, speed
+    "faults": ("axon_eval.bench.faults", "bench_faults"),  # runs SIGKILLed at five moments: re-paid, lost, spend
 }
 
 

@@ -15,7 +15,8 @@
 ``fake-judge-server``    the local fake Anthropic/OpenAI server the tests use, to rehearse a paid run
 
 Exit status (:mod:`axon_eval.runs.manifest`): 0 every segment judged; 1 the run or notebook raised
-(the folder is kept and marked failed); 2 usage error (bad spec, unknown parameter, missing file, ...;
+(the folder is kept and marked failed; a full disk is one line naming the folder and the free space it
+needs, and ``evaluate --resume`` finishes the run once space is freed); 2 usage error (bad spec, unknown parameter, missing file, ...;
 nothing written); 3 some segments unjudged (``partial``); 4 none judged; 5 the input holds no valid
 turn; 6 ``--strict`` and some input line is invalid. ``rerun`` returns 7 when the results differ; a
 failed gate (``gate``, ``compare --fail-on-regression``) returns 8.
@@ -282,7 +283,38 @@ def run_headline_lines(run_dir: Any) -> list[str]:
     return []
 
 
+def disk_full_line(exc: BaseException, where: Any = None) -> str | None:
+    """The one line for a run that filled its disk (:class:`axon_eval.runs.faults.DiskFullError`, or any
+    ``ENOSPC`` error raised before a run folder existed), ``None`` for any other error."""
+    from ..runs.faults import DiskFullError, free_bytes, is_disk_full
+
+    if isinstance(exc, DiskFullError):
+        return exc.line
+    if is_disk_full(exc):
+        place = where or "."
+        return DiskFullError(None, free=free_bytes(place), needed=None, where=place).line
+    return None
+
+
+def _one_line_on_full_disk(handler: Any, args: argparse.Namespace, where: Any) -> int:
+    """``handler(args)``; a full disk is one line on stderr (the folder kept and marked failed) and exit 1."""
+    try:
+        return int(handler(args))
+    except OSError as exc:
+        line = disk_full_line(exc, where)
+        if line is None:
+            raise
+        from ..runs import EXIT_ERROR
+
+        print(f"error: {line}", file=sys.stderr)
+        return EXIT_ERROR
+
+
 def _cmd_evaluate(args: argparse.Namespace) -> int:
+    return _one_line_on_full_disk(_evaluate, args, args.resume or args.out)
+
+
+def _evaluate(args: argparse.Namespace) -> int:
     from ..judges import with_prompt_file
     from ..runs import evaluate
 
@@ -364,6 +396,10 @@ def runs_root_line(out: str | None) -> str:
 
 
 def _cmd_rejudge(args: argparse.Namespace) -> int:
+    return _one_line_on_full_disk(_rejudge, args, args.out or Path(args.run).parent)
+
+
+def _rejudge(args: argparse.Namespace) -> int:
     from ..judges import with_prompt_file
     from ..runs import InputChangedError, rejudge
 

@@ -18,6 +18,16 @@ with the reason), the manifest is marked ``interrupted`` with the tokens and cos
 ``counts.planned_segments`` (the input's segments within the limit), and
 :class:`~.manifest.RunInterrupted` is raised with the folder and ``judged of planned``.
 
+Nothing paid is lost: every judgement paid for is appended to the run's paid journal (``paid.jsonl``,
+:mod:`.journal`) the moment it arrives, and what a resume needs (the verdict cache path among it) is in
+the manifest before the first request, so a run killed at any moment (SIGKILL) is finished by
+``evaluate --resume`` without paying again, and the manifest's tokens and cost are the journals' sums
+over every attempt. The verdict cache is used through :class:`~.faults.GuardedCache`: a failed write
+never turns a paid verdict into an unjudged row, it is counted (``cache_write_failures``) and said once.
+A full disk marks the run ``failed`` and raises :class:`~.faults.DiskFullError` (no file under its final
+name is torn). A partitioned run stops on Ctrl-C as :mod:`.partitioned` says, and its manifest is written
+after its workers stopped.
+
 Budget: with ``max_cost_usd``, before each view is sent the reported cost so far plus the view's
 estimate (:mod:`.budget`) must stay within the budget; views beyond it are kept as unjudged rows with
 the reason, and the run ends ``partial``.
@@ -59,6 +69,19 @@ from .io import (
     write_json,
     write_jsonl,
 )
+from .faults import (
+    RESERVE_BYTES,
+    DiskFullError,
+    GuardedCache,
+    SpaceReserve,
+    folder_bytes,
+    format_bytes,
+    free_bytes,
+    is_disk_full,
+    open_verdict_cache,
+    space_needed,
+)
+from .journal import PAID_JOURNAL, PaidJournal, complete_lines, record_spend
 from .load import Run
 from .manifest import NoValidTurnsError, RunCounts, RunInterrupted, RunManifest, mark_alive, status_for
 from .provenance import repository_root, git_info, package_versions, redact_secrets, relative_to_root
@@ -96,21 +119,32 @@ def judge_provenance(judge: Any) -> list[dict[str, Any]]:
 
 @contextlib.contextmanager
 def open_cache(cache: Any, out_dir: Path) -> Iterator[Any]:
-    """``cache``: a VerdictCache (used as is), a path, ``None``/``True`` (default path) or ``False`` (none)."""
+    """``cache``: a VerdictCache, a path, ``None``/``True`` (default path) or ``False`` (none); yields it
+    as :func:`open_run_cache` does, without the warning."""
+    with open_run_cache(cache, out_dir) as (opened, _warning):
+        yield opened
+
+
+@contextlib.contextmanager
+def open_run_cache(cache: Any, out_dir: Path) -> Iterator[tuple[Any, str | None]]:
+    """The cache a run judges through and a warning: ``cache`` is a VerdictCache (or any object with
+    ``get``/``put``), a path, ``None``/``True`` (the default path, :func:`~.io.default_cache_path`) or
+    ``False`` (none: ``(None, None)``). Every cache is used through a :class:`~.faults.GuardedCache`, so
+    a failed write or lookup never costs a verdict; a cache file that cannot be opened because its disk is
+    full or it is locked gives ``(None, warning)`` (:func:`~.faults.open_verdict_cache`)."""
     if cache is False:
-        yield None
+        yield None, None
         return
     if cache is None or cache is True or isinstance(cache, str | Path):
-        from ..judges.cache import VerdictCache
-
         path = default_cache_path(out_dir) if cache is None or cache is True else Path(cache)
-        opened = VerdictCache(path)
+        opened, warning = open_verdict_cache(path)
         try:
-            yield opened
+            yield opened, warning
         finally:
-            opened.close()
+            if opened is not None:
+                opened.close()
         return
-    yield cache
+    yield (cache if isinstance(cache, GuardedCache) else GuardedCache(cache)), None
 
 
 def _cache_counts(cache: Any) -> tuple[int, int] | None:
@@ -217,9 +251,12 @@ def count_segments(turns: Iterable[Turn] | Path, limit: int | None = None) -> in
 
 def _interrupted(folder: Path, manifest: RunManifest, writer: RunWriter | None, judge: Judge, rubric: Rubric,
                  inflight: InFlight, usage: Usage, *, turn_source: Iterable[Turn] | Path, limit: int | None,
-                 invalid_list: list[dict[str, Any]]) -> RunInterrupted:
+                 invalid_list: list[dict[str, Any]], cache: Any = None) -> RunInterrupted:
     """Keep what an interrupted run judged (see the module docstring) and mark its manifest; returns the
-    :class:`RunInterrupted` to raise. A second Ctrl-C while counting the input leaves the total unknown."""
+    :class:`RunInterrupted` to raise. A partitioned run's counts are its finished partitions' (recorded
+    in ``partitions['finished']``); the spend is every paid journal's (:func:`~.journal.record_spend`),
+    so verdicts paid in unfinished partitions are recorded too. A second Ctrl-C while counting the input
+    leaves the total unknown."""
     if writer is not None:
         try:
             items, records = inflight.finished(judge)
@@ -237,20 +274,19 @@ def _interrupted(folder: Path, manifest: RunManifest, writer: RunWriter | None, 
     if writer is None and (folder / "parts").is_dir():  # a partitioned run: its finished partitions' sums
         from .partitioned import finished_outcomes, merge_outcomes
 
-        done = merge_outcomes(finished_outcomes(folder))
-        counts = RunCounts(**{k: v for k, v in done.counts.items() if k in RunCounts.model_fields})
-        invalid_list = [*invalid_list, *done.invalid]
-        for key, value in done.usage.items():
-            usage.totals[key] = value
+        _finished_counts(folder, manifest)
+        counts = manifest.counts
+        invalid_list = [*invalid_list, *merge_outcomes(finished_outcomes(folder)).invalid]
     counts.invalid = len(invalid_lines(invalid_list))
     try:
         counts.planned_segments = max(count_segments(turn_source, limit), counts.segments)
     except (KeyboardInterrupt, Exception):  # a second Ctrl-C, or an input that changed: total unknown
         counts.planned_segments = None
     manifest.counts = counts
-    for key, value in usage.totals.items():
-        setattr(manifest, key, value)
-    if manifest.cache_path is not None:
+    with contextlib.suppress(Exception):
+        record_spend(manifest, folder, usage.totals)
+    note_cache_failures(manifest, cache)
+    if manifest.cache_path is not None and writer is not None:
         manifest.cache_hits, manifest.cache_misses = usage.cached, usage.records - usage.cached
     manifest.status, manifest.failure = "interrupted", None
     total = "?" if counts.planned_segments is None else counts.planned_segments
@@ -306,7 +342,15 @@ def _judge_partitioned(engine: Any, folder: Path, evidence: Path, judge: Judge, 
         if opts.cache is not None and opts.cache is not True and not isinstance(opts.cache, str | Path):
             cache_path = getattr(opts.cache, "path", None)
     if cache_path is not None:
-        manifest.cache_path = relative_to_root(cache_path, repository_root())
+        # created (and switched to WAL) here, before any worker opens it; a cache that cannot be opened
+        # (a full disk, a lock held) is one warning and the run judges through its journals alone
+        created, warning = open_verdict_cache(cache_path)
+        if created is None:
+            manifest.warnings.append(str(warning))
+            cache_path = None
+        else:
+            created.close()
+    manifest.cache_path = relative_to_root(cache_path, repository_root()) if cache_path is not None else None
     manifest.write(folder)
     done = run_partitions(engine, evidence, folder, judge.spec, rubric, limit=opts.limit, cache_path=cache_path,
                           concurrency=opts.concurrency, chunk_size=opts.chunk_size, max_cost_usd=opts.max_cost_usd,
@@ -323,11 +367,16 @@ def _judge_partitioned(engine: Any, folder: Path, evidence: Path, judge: Judge, 
     counts = RunCounts(**{k: v for k, v in done.counts.items() if k in RunCounts.model_fields})
     counts.invalid = len(invalid_lines(invalid_list))
     manifest.counts = counts
-    manifest.partitions = {**manifest.partitions, "count": done.n_partitions, "kept": done.kept,
-                           "journal_hits": done.journal_hits, "worker_peak_mb": done.worker_peak_mb}
+    manifest.partitions = {**manifest.partitions, "count": done.n_partitions, "done": done.n_partitions,
+                           "kept": done.kept, "journal_hits": done.journal_hits,
+                           "worker_peak_mb": done.worker_peak_mb}
+    manifest.partitions.pop("finished", None)  # every partition finished
     manifest.cache_hits, manifest.cache_misses = done.hits, done.misses
-    for key, value in done.usage.items():
-        setattr(manifest, key, value)
+    record_spend(manifest, folder, done.usage)  # every attempt's, from the paid journals
+    manifest.cache_write_failures = done.cache_write_failures or None
+    warning = done.cache_warning(manifest.cache_path)
+    if warning and warning not in manifest.warnings:
+        manifest.warnings.append(warning)
     write_jsonl(folder / "invalid.jsonl", invalid_list)
     return done.budget_stopped
 
@@ -476,9 +525,14 @@ def evaluate(
     )
     writer: RunWriter | None = None
     engine = None
-    inflight = InFlight()
+    journal = PaidJournal(folder / PAID_JOURNAL)
+    inflight = InFlight(journal)
     usage = Usage()
+    reserve: SpaceReserve | None = None
+    cache_obj: Any = None
+    stack = contextlib.ExitStack()
     try:
+        reserve = SpaceReserve(folder)  # room to mark the run failed if the disk fills
         if partitioned:
             from .partitioned import connect
 
@@ -497,6 +551,14 @@ def evaluate(
                                      f"{', '.join(other_prompts)}: its verdicts are not the rubric's")
         if not has_params:
             write_json(folder / "params.json", merged_params)
+        if engine is None:
+            # the cache is opened, and its path recorded, before the first manifest: a run killed before
+            # its first heartbeat still resumes through it
+            cache_obj, cache_warning = stack.enter_context(open_run_cache(cache, out))
+            cache_file = getattr(cache_obj, "path", None) if cache_obj is not None else None
+            manifest.cache_path = rel(cache_file) if cache_file is not None else None
+            if cache_warning:
+                manifest.warnings.append(cache_warning)
         mark_alive(manifest)  # index tells a killed run (its process gone) from a running one
         manifest.write(folder)
         (folder / "figures").mkdir(exist_ok=True)
@@ -522,37 +584,34 @@ def evaluate(
             counts = manifest.counts
         else:
             writer = RunWriter(folder, compress_audit=compress_audit)
-            with open_cache(cache, out) as cache_obj:
-                cache_file = getattr(cache_obj, "path", None) if cache_obj is not None else None
-                manifest.cache_path = rel(cache_file) if cache_file is not None else None
-                before = _cache_counts(cache_obj)
-                chunks = segment_chunks(turn_iter, rubric, chunk_size, sampler)
-                bar = _progress(judge.judge_id, progress)
-                try:
-                    if batch:
-                        from .batch import judge_run_in_batch
+            before = _cache_counts(cache_obj)
+            chunks = segment_chunks(turn_iter, rubric, chunk_size, sampler)
+            bar = _progress(judge.judge_id, progress)
+            try:
+                if batch:
+                    from .batch import judge_run_in_batch
 
-                        judge_run_in_batch(judge, chunks, writer, rubric, cache=cache_obj, folder=folder,
-                                           manifest=manifest, usage=usage, poll_interval=batch_poll_s,
-                                           timeout=batch_timeout_s, bar=bar, max_cost_usd=max_cost_usd)
-                    else:
-                        beat = time.monotonic()
-                        for items, views, n_turns in chunks:
-                            records = judge_chunk(judge, views, items, cache=cache_obj, concurrency=concurrency,
-                                                  usage=usage, max_cost_usd=max_cost_usd, inflight=inflight)
-                            inflight.clear()
-                            usage.add(records)
-                            writer.add(items, records, rubric, n_turns)
-                            if bar is not None:
-                                bar.update(len(views))
-                            if time.monotonic() - beat > HEARTBEAT_EVERY_S:
-                                beat = time.monotonic()
-                                mark_alive(manifest)
-                                manifest.write(folder)
-                finally:
-                    if bar is not None:
-                        bar.close()
-                after = _cache_counts(cache_obj)
+                    judge_run_in_batch(judge, chunks, writer, rubric, cache=cache_obj, folder=folder,
+                                       manifest=manifest, usage=usage, poll_interval=batch_poll_s,
+                                       timeout=batch_timeout_s, bar=bar, max_cost_usd=max_cost_usd)
+                else:
+                    beat = time.monotonic()
+                    for items, views, n_turns in chunks:
+                        records = judge_chunk(judge, views, items, cache=cache_obj, concurrency=concurrency,
+                                              usage=usage, max_cost_usd=max_cost_usd, inflight=inflight)
+                        inflight.clear()
+                        usage.add(records)
+                        writer.add(items, records, rubric, n_turns)
+                        if bar is not None:
+                            bar.update(len(views))
+                        if time.monotonic() - beat > HEARTBEAT_EVERY_S:
+                            beat = time.monotonic()
+                            mark_alive(manifest)
+                            manifest.write(folder)
+            finally:
+                if bar is not None:
+                    bar.close()
+            after = _cache_counts(cache_obj)
             writer.commit()
             write_jsonl(folder / "invalid.jsonl", invalid_list)
             results = writer.results_frame()
@@ -561,8 +620,9 @@ def evaluate(
             elif cache_obj is not None:
                 manifest.cache_hits = usage.cached
                 manifest.cache_misses = usage.records - usage.cached
-            for key, value in usage.totals.items():
-                setattr(manifest, key, value)
+            journal.close()
+            record_spend(manifest, folder, usage.totals)
+            note_cache_failures(manifest, cache_obj)
             counts = writer.counts
             counts.invalid = len(invalid_lines(invalid_list))
             manifest.counts = counts
@@ -574,24 +634,106 @@ def evaluate(
                                      "rest are unjudged rows")
         manifest.ended_at = iso(utc_now())
         manifest.write(folder)
+        stack.close()
+        reserve.release()
     except KeyboardInterrupt:
-        raise _interrupted(folder, manifest, writer, judge, rubric, inflight, usage, turn_source=turn_source,
-                           limit=limit, invalid_list=invalid_list) from None
+        engine = close_engine(engine)  # the workers stop before the manifest is written: it is written last
+        journal.close()
+        stopped = _interrupted(folder, manifest, writer, judge, rubric, inflight, usage, turn_source=turn_source,
+                               limit=limit, invalid_list=invalid_list, cache=cache_obj)
+        with contextlib.suppress(BaseException):
+            stack.close()
+        if reserve is not None:
+            reserve.release()
+        raise stopped from None
     except BaseException as exc:
-        if writer is not None:
-            writer.abort()
+        engine = close_engine(engine)
+        journal.close()
+        written = max(0, folder_bytes(folder) - (RESERVE_BYTES if reserve is not None else 0))
+        measured = None if writer is None else max(writer.counts.segments, writer.verdicts.count,
+                                                    sum(1 for _ in complete_lines(writer.verdicts.partial)))
+        if writer is not None:  # never a torn file under its final name (after a full disk, none is trusted)
+            writer.abort(torn=is_disk_full(exc))
+        if reserve is not None:
+            reserve.release()  # the room to write the failed manifest
+        with contextlib.suppress(BaseException):
+            stack.close()
         with contextlib.suppress(Exception):
             write_jsonl(folder / "invalid.jsonl", invalid_list)
         if writer is not None:
             manifest.counts = writer.counts
             manifest.counts.invalid = len(invalid_lines(invalid_list))
+        elif (folder / "parts").is_dir():
+            _finished_counts(folder, manifest)
+        with contextlib.suppress(Exception):
+            record_spend(manifest, folder, usage.totals)
+            note_cache_failures(manifest, cache_obj)
+        if is_disk_full(exc):
+            raise disk_full(folder, manifest, exc, written, turn_source, limit, measured) from exc
         fail_run(folder, manifest, exc)
         raise
     finally:
-        if engine is not None:
-            engine.close()
+        close_engine(engine)
     return Run(run_dir=folder, manifest=manifest, params=manifest.params, results=results,
                invalid=invalid_list)
+
+
+def close_engine(engine: Any) -> None:
+    """Close a partitioned run's engine (its local cluster's workers stop); never raises. Returns ``None``
+    (the engine is gone)."""
+    if engine is not None:
+        with contextlib.suppress(BaseException):
+            engine.close()
+    return None
+
+
+def note_cache_failures(manifest: RunManifest, cache: Any) -> None:
+    """Record a :class:`~.faults.GuardedCache`'s failed writes (``cache_write_failures``) and its one warning."""
+    if cache is None or not hasattr(cache, "write_failures"):
+        return
+    manifest.cache_write_failures = int(cache.write_failures) or None
+    warning = cache.warning()
+    if warning and warning not in manifest.warnings:
+        manifest.warnings.append(warning)
+
+
+def _finished_counts(folder: Path, manifest: RunManifest) -> list[int]:
+    """A partitioned run's counts as its finished partitions' sums, into ``manifest``; returns their
+    indices (recorded in ``manifest.partitions['finished']``)."""
+    from .partitioned import finished_outcomes, merge_outcomes
+
+    finished = finished_outcomes(folder)
+    done = merge_outcomes(finished)
+    invalid = manifest.counts.invalid
+    manifest.counts = RunCounts(**{k: v for k, v in done.counts.items() if k in RunCounts.model_fields})
+    manifest.counts.invalid = invalid
+    indices = sorted(o.index for o in finished)
+    manifest.partitions = {**(manifest.partitions or {}), "done": len(indices), "finished": indices}
+    return indices
+
+
+def disk_full(folder: Path, manifest: RunManifest, exc: BaseException, written: int,
+              turn_source: Iterable[Turn] | Path, limit: int | None, measured: int | None = None) -> DiskFullError:
+    """Mark a run that filled its disk ``failed``, its error naming the space it needs to finish, and return
+    the :class:`~.faults.DiskFullError` to raise. ``written``: the bytes the run had written, for
+    ``measured`` segments (default: the manifest's count)."""
+    segments = manifest.counts.segments if measured is None else measured
+    try:
+        planned: int | None = max(count_segments(turn_source, limit), segments)
+    except Exception:  # the input changed or cannot be read: the total is unknown
+        planned = None
+    needed = space_needed(written, segments, planned)
+    free = free_bytes(folder)
+    fail_run(folder, manifest, exc)
+    manifest.error = f"{manifest.error} (about {format_bytes(needed)} free is needed to finish)"
+    with contextlib.suppress(Exception):
+        manifest.write(folder)
+    try:
+        marked = RunManifest.read(folder).status == "failed"
+    except Exception:
+        marked = False
+    return DiskFullError(folder, free=free, needed=needed, marked=marked,
+                         resumable=manifest.notebook is None and manifest.kind in ("evaluate", "rejudge"))
 
 
 def _progress(label: str, enabled: bool) -> Any:

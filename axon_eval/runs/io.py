@@ -3,7 +3,8 @@
 Every file of a run folder is written atomically (a temporary file in the same folder, ``fsync``, then
 ``os.replace``), so a reader never sees half a file. Streams that grow while a run judges
 (``verdicts.jsonl``, ``audit.jsonl``, ``results.parquet``) are written to a hidden ``.<name>.partial``
-file by :class:`JsonlAppender` / :class:`ParquetAppender` and moved into place when complete.
+file by :class:`JsonlAppender` / :class:`ParquetAppender` and moved into place when complete; a file
+that could not be closed whole (a full disk) never gets its final name.
 """
 
 from __future__ import annotations
@@ -244,14 +245,26 @@ class JsonlAppender:
         os.replace(self.partial, self.path)
         return self.path
 
-    def abort(self, *, keep: bool = True) -> Path | None:
+    def abort(self, *, keep: bool = True, keep_unclosed: bool = False) -> Path | None:
         """Close without committing; with ``keep`` the partial file is moved to the final name (a failed
-        run keeps what it had), else deleted."""
-        with contextlib.suppress(Exception):
+        run keeps what it had), else deleted. A file that could not be closed whole (a full disk: its end
+        may be torn) never gets the final name. With ``keep_unclosed`` a file not moved into place stays
+        as the partial file (a journal, read back line by line on resume) instead of being deleted."""
+        closed = True
+        try:
             self._close()
-        if keep and self.partial.exists():
-            os.replace(self.partial, self.path)
+        except Exception:
+            closed = False
+            with contextlib.suppress(Exception):
+                self._raw.close()
+        if closed and keep and self.partial.exists():
+            try:
+                os.replace(self.partial, self.path)
+            except OSError:  # left as the partial file: never deleted for want of a rename
+                return None
             return self.path
+        if (not closed or not keep) and keep_unclosed:
+            return None
         with contextlib.suppress(OSError):
             self.partial.unlink()
         return None
@@ -359,14 +372,21 @@ class ParquetAppender:
         return self.path
 
     def abort(self, *, keep: bool = True) -> None:
+        """Close without committing; with ``keep`` a file closed whole (its footer written) is moved to the
+        final name. A file that could not be closed (a full disk) is deleted: a Parquet file without its
+        footer cannot be read."""
+        closed = True
         if self._writer is not None:
-            with contextlib.suppress(Exception):
+            try:
                 self._writer.close()
-        if keep and self.partial.exists():
-            os.replace(self.partial, self.path)
-        else:
-            with contextlib.suppress(OSError):
-                self.partial.unlink()
+            except Exception:
+                closed = False
+        if closed and keep and self.partial.exists():
+            with contextlib.suppress(OSError):  # left as the partial file: never deleted for want of a rename
+                os.replace(self.partial, self.path)
+            return
+        with contextlib.suppress(OSError):
+            self.partial.unlink()
 
 
 def write_parquet(path: str | Path, frame: pd.DataFrame) -> Path:

@@ -5,12 +5,15 @@ partitioned run, a resumed run).
 rendered as the judge's view; :func:`judge_chunk` judges one chunk through the verdict cache and within
 a budget (before each view is sent, the reported cost so far plus the view's estimate, :mod:`.budget`,
 must stay within ``max_cost_usd``; views beyond it come back as error records with the reason);
-:class:`InFlight` keeps the chunk being judged so an interrupt can keep what finished.
+:class:`InFlight` keeps the chunk being judged so an interrupt can keep what finished, and hands every
+judgement to the run's paid journal (:mod:`.journal`) the moment it finishes. With ``stop`` (a partition of
+a partitioned run asked to stop), no further view is sent once ``stop()`` is true: each is an error record
+(:class:`RunStopped`) without a request, while those already sent finish and are kept.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..evidence import Turn, split_segments, trajectory_facts
@@ -71,17 +74,32 @@ def rubric_sampler(rubric: Rubric) -> str | None:
 INTERRUPTED_ERROR = "not judged: the run was interrupted (Ctrl-C) before this judgement finished"
 
 
+class _Journalled(dict):  # type: ignore[type-arg]
+    """The finished judgements of a chunk; each is handed to the paid journal as it is stored."""
+
+    def __init__(self, journal: Any) -> None:
+        super().__init__()
+        self.journal = journal
+
+    def __setitem__(self, key: int, record: Any) -> None:
+        self.journal.add(record)
+        super().__setitem__(key, record)
+
+
 class InFlight:
     """The chunk being judged: the items and views sent to the judge and the records finished so far
-    (keyed as :meth:`~axon_eval.judges.base.Judge.ajudge_many`'s ``completed``)."""
+    (keyed as :meth:`~axon_eval.judges.base.Judge.ajudge_many`'s ``completed``). With a ``journal``
+    (:class:`~.journal.PaidJournal`), each finished record is appended to it as it arrives."""
 
-    def __init__(self) -> None:
+    def __init__(self, journal: Any = None) -> None:
+        self.journal = journal
         self.items: list[SegmentItem] = []
         self.views: list[EvidenceView] = []
         self.done: dict[int, JudgeRecord] = {}
 
     def start(self, items: Sequence[SegmentItem], views: Sequence[EvidenceView]) -> dict[int, JudgeRecord]:
-        self.items, self.views, self.done = list(items), list(views), {}
+        self.items, self.views = list(items), list(views)
+        self.done = _Journalled(self.journal) if self.journal is not None else {}
         return self.done
 
     def clear(self) -> None:
@@ -104,15 +122,39 @@ class InFlight:
         return items, records
 
 
+class RunStopped(Exception):
+    """The run was asked to stop: this judgement was not sent (it is judged on resume)."""
+
+
+class StopBeforeSending:
+    """The cache a stopping run judges through: ``get`` (called before every request) raises
+    :class:`RunStopped` once ``stop()`` is true, so no further request is sent; otherwise it is ``cache``
+    (``None``: no cache, every lookup a miss)."""
+
+    def __init__(self, cache: Any, stop: Callable[[], bool]) -> None:
+        self.cache, self.stop = cache, stop
+
+    def get(self, key: str) -> Any:
+        if self.stop():
+            raise RunStopped("not sent: the run was asked to stop")
+        return self.cache.get(key) if self.cache is not None else None
+
+    def put(self, key: str, record: Any, *, view_sha256: str | None = None) -> None:
+        if self.cache is not None:
+            self.cache.put(key, record, view_sha256=view_sha256)
+
+
 def judge_chunk(judge: Judge, views: Sequence[EvidenceView], items: Sequence[SegmentItem], *,
                  cache: Any, concurrency: int, usage: Usage, max_cost_usd: float | None,
-                 inflight: InFlight | None = None) -> list[JudgeRecord]:
+                 inflight: InFlight | None = None, stop: Callable[[], bool] | None = None) -> list[JudgeRecord]:
     """Judge one chunk through the cache, keeping within the budget (see the module docstring); the views
-    sent and the judgements finished are kept in ``inflight`` while the call runs."""
+    sent and the judgements finished are kept in ``inflight`` while the call runs. With ``stop``, views
+    not yet sent when it turns true come back as :class:`RunStopped` error records."""
     inflight = inflight if inflight is not None else InFlight()
+    sending = StopBeforeSending(cache, stop) if stop is not None else cache
     if max_cost_usd is None:
         done = inflight.start(items, views)
-        return judge.judge_many(views, concurrency=concurrency, cache=cache, progress=False, completed=done)
+        return judge.judge_many(views, concurrency=concurrency, cache=sending, progress=False, completed=done)
     allowed: list[int] = []
     planned = usage.spent
     for k, view in enumerate(views):
@@ -124,7 +166,7 @@ def judge_chunk(judge: Judge, views: Sequence[EvidenceView], items: Sequence[Seg
         planned += cost
         allowed.append(k)
     done = inflight.start([items[k] for k in allowed], [views[k] for k in allowed])
-    judged = judge.judge_many([views[k] for k in allowed], concurrency=concurrency, cache=cache,
+    judged = judge.judge_many([views[k] for k in allowed], concurrency=concurrency, cache=sending,
                               progress=False, completed=done) if allowed else []
     samples = getattr(judge, "default_samples", 1) or 1
     out: list[JudgeRecord] = list(judged)

@@ -11,6 +11,13 @@ Statuses
               spent are recorded, and ``counts.planned_segments`` says how many segments the run set out
               to judge; running the same command again reuses the cached verdicts.
 
+A run that failed because its disk filled says so in its error, with the space it needs to finish, and
+``evaluate --resume`` finishes it once space is freed.
+
+Spend: ``input_tokens`` ... ``cost_usd`` and ``verdicts_paid`` are the sums of the run's paid journals
+(:mod:`.journal`) over every attempt (a run killed, interrupted or failed, then resumed), so no spend
+vanishes from the record; a Message Batches run, which writes no journal, records its own sums.
+
 Exit codes (the CLI's ``evaluate``, ``run``, ``rejudge``, ``rerun`` and ``make run`` all use these)
 -------------------------------------------------------------------------------------------------
 ==  =====================================================================================
@@ -144,6 +151,10 @@ class RunManifest(BaseModel):
     cache_read_tokens: int | None = None
     cache_creation_tokens: int | None = None
     cost_usd: float | None = None
+    verdicts_paid: int | None = Field(default=None, description="judgements paid for over every attempt (the "
+                                      "paid journals, which the tokens and cost_usd above sum)")
+    cache_write_failures: int | None = Field(default=None, description="verdicts the verdict cache failed to "
+                                             "store (kept in the run's own verdicts and journal)")
     estimated_cost_usd: float | None = Field(default=None, description="estimate printed before a paid run")
     max_cost_usd: float | None = None
     batch: dict[str, Any] | None = Field(default=None, description="Message Batches: ids, status, pricing")

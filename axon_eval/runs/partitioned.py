@@ -26,6 +26,19 @@ served from it (:class:`JournalCache`) and never paid for again. On a cluster
 corrupt); each journal has exactly one writer, and the driver copies the new verdicts into the local
 SQLite cache after the run.
 
+**Paid journals.** Every judgement a partition pays for is also appended, the moment it arrives, to
+``parts/paid-<index>.jsonl`` (:mod:`.journal`): a worker killed mid-chunk loses none of them, a resume
+serves them, and the run's recorded spend is their sum over every attempt.
+
+**Stopping.** Ctrl-C on the driver (or a partition that fails) stops the run cleanly
+(:func:`run_partitions`): no partition is handed out any more, the run folder's stop flag
+(:class:`StopFlag`, ``parts/.stop``) tells the running partitions to send no further request (the
+requests already sent finish and are journaled), the driver waits for them (at most
+:data:`STOP_WAIT_S`; a second Ctrl-C stops waiting), keeps those that finished, and only then is the
+manifest written. The workers of the local cluster :func:`connect` starts ignore SIGINT
+(:func:`dask_setup`), so a Ctrl-C at the terminal, which signals the whole process group, reaches the
+driver alone: one line, no worker tracebacks.
+
 **LLM judges.** The driver keeps at most ``concurrency`` requests in flight across the cluster: with
 ``k`` partitions running at once each gets ``max(1, concurrency // k)`` request slots and ``k`` is at most
 ``concurrency``. A budget (``max_cost_usd``) is split among the partitions as they start: each receives
@@ -36,9 +49,11 @@ So the run never exceeds the budget, and stops within one partition's cost of it
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -48,7 +63,9 @@ import numpy as np
 
 from ..evidence import ByteRange, InvalidTurn, Turn, iter_turns_range
 from ..rubric import Rubric
+from .faults import GuardedCache, failure_warning, is_disk_full, open_verdict_cache
 from .io import read_parquet
+from .journal import complete_lines, part_journal_path, records_of
 from .writer import PARTS_DIR, RESULTS_DIR
 
 #: The largest default partition of an evidence file, in bytes (cut on line boundaries). A file is cut
@@ -146,11 +163,15 @@ def cross_partition_duplicates(scans: Sequence[PartitionScan]) -> dict[int, dict
 # -- the journal: a partition's verdicts, served again on resume ------------------------------------------
 class JournalCache:
     """A verdict cache over a partition's journal (``parts/verdicts-<index>.jsonl``, finished or cut
-    short by a crash) in front of an optional shared cache (the SQLite :class:`~axon_eval.judges.cache.VerdictCache`
-    on one machine; ``None`` on a cluster). ``get`` looks in the journal first; ``put`` goes to the shared
-    cache (the journal itself is written by the run writer). Only judged records are served."""
+    short by a crash, and its paid journal) in front of an optional shared cache (the SQLite
+    :class:`~axon_eval.judges.cache.VerdictCache` on one machine, through a
+    :class:`~.faults.GuardedCache`, so a failed write or lookup never fails a judgement; ``None`` on a
+    cluster). ``get`` looks in the journal first; ``put`` goes to the shared cache (the journals
+    themselves are written by the run writer and the paid journal). Only judged records are served."""
 
     def __init__(self, records: Iterable[Any], shared: Any = None) -> None:
+        if shared is not None and not isinstance(shared, GuardedCache):
+            shared = GuardedCache(shared)
         self.shared = shared
         self.journal: dict[str, Any] = {}
         for r in records:
@@ -172,24 +193,49 @@ class JournalCache:
 
 
 def journal_records(folder: str | Path, index: int) -> list[Any]:
-    """The verdict records a partition already wrote (its committed part, or the partial file a crash
-    left): complete lines only."""
-    from ..judges.base import JudgeRecord
-
+    """The verdict records a partition already wrote (its committed part, the partial file a crash left,
+    and its paid journal, :mod:`.journal`): complete lines only."""
     path = verdicts_part(folder, index)
-    out = []
-    for candidate in (path, path.with_name(f".{path.name}.partial")):
-        if not candidate.exists():
-            continue
-        with candidate.open(encoding="utf-8") as fh:
-            for line in fh:
-                if not line.endswith("\n") or not line.strip():
-                    continue  # a line cut short by the crash
-                try:
-                    out.append(JudgeRecord.model_validate_json(line))
-                except ValueError:
-                    continue
+    out: list[Any] = []
+    for candidate in (path, path.with_name(f".{path.name}.partial"), part_journal_path(folder, index)):
+        out.extend(records_of(complete_lines(candidate)))
     return out
+
+
+# -- stopping: a flag in the run folder every worker can see ---------------------------------------------
+#: Seconds the driver waits, after Ctrl-C, for the running partitions to finish their requests in flight.
+STOP_WAIT_S = 120.0
+
+
+class StopFlag:
+    """``parts/.stop`` of a run folder: when it exists, the run's partitions send no further request.
+    :meth:`is_set` looks at the file at most every ``every_s`` seconds and, once it has seen it, always
+    answers true."""
+
+    def __init__(self, folder: str | Path, every_s: float = 0.1) -> None:
+        self.path = Path(folder) / PARTS_DIR / ".stop"
+        self.every_s = every_s
+        self._seen = False
+        self._checked = float("-inf")
+
+    def set(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.touch()
+
+    def clear(self) -> None:
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass
+
+    def is_set(self) -> bool:
+        if self._seen:
+            return True
+        now = time.monotonic()
+        if now - self._checked >= self.every_s:
+            self._checked = now
+            self._seen = self.path.exists()
+        return self._seen
 
 
 # -- judging one partition -----------------------------------------------------------------------------
@@ -226,7 +272,9 @@ class PartitionOutcome:
     it was ``kept`` from an earlier, interrupted run (resume), the peak resident memory of the worker
     process that judged it (``VmHWM``, MiB; ``None`` where ``/proc`` is missing), and its ``summary``: the
     mergeable sums of its results (:func:`axon_eval.stats.mergeable.partition_summary`, computed on the
-    worker, so the driver merges the headline figures without reading any part)."""
+    worker, so the driver merges the headline figures without reading any part); the shared cache's
+    failed writes and lookups (:class:`~.faults.GuardedCache`) and why it could not be opened; and
+    ``unfinished``, set on a partition that did not finish (it has no record and no results part)."""
 
     index: int
     counts: dict[str, int]
@@ -240,16 +288,25 @@ class PartitionOutcome:
     kept: bool = False
     peak_rss_mb: float | None = None
     summary: Any = field(default=None, repr=False, compare=False)
+    cache_write_failures: int = 0
+    cache_read_failures: int = 0
+    cache_error: str | None = None
+    #: Why the shared cache could not be opened (the partition judged without it), else ``None``.
+    cache_unopened: str | None = None
+    #: Why the partition did not finish, ``"stopped"`` (the run was asked to stop) or the error that ended
+    #: it (a full disk); ``None`` for a finished partition.
+    unfinished: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The partition's record (``parts/part-<index>.json``); the summary is sent to the driver only."""
-        return {**{k: v for k, v in asdict(self).items() if k != "summary"}, "complete": True}
+        return {**{k: v for k, v in asdict(self).items() if k not in ("summary", "unfinished")}, "complete": True}
 
 
 def read_outcome(folder: str | Path, index: int) -> PartitionOutcome | None:
-    """A finished partition's record (``None`` when the partition has not finished)."""
+    """A finished partition's record (``None`` when the partition has not finished: no record, or no
+    results part beside it)."""
     path = part_record_path(folder, index)
-    if not path.exists():
+    if not path.exists() or not results_part(folder, index).exists():
         return None
     data = json.loads(path.read_text(encoding="utf-8"))
     if not data.pop("complete", False):
@@ -312,38 +369,65 @@ def judge_partition(task: PartitionTask) -> PartitionOutcome:
         done.kept = True
         done.summary = _summary_of(read_parquet(results_part(task.folder, task.index)), task.rubric)
         return done
+    from .journal import PaidJournal
+    from .judging import InFlight
+
     folder = Path(task.folder)
     judge = resolve_judge(task.spec, task.rubric)
-    shared = None
-    if task.cache_path is not None:
-        from ..judges.cache import VerdictCache
-
-        shared = VerdictCache(task.cache_path)
+    shared, cache_warning = open_verdict_cache(task.cache_path) if task.cache_path is not None else (None, None)
     cache = JournalCache(journal_records(folder, task.index), shared)
     invalid: list[dict[str, Any]] = []
-    writer = RunWriter(folder, compress_audit=task.compress_audit, part=task.index)
+    stop = StopFlag(folder)
+    journal = PaidJournal(part_journal_path(folder, task.index))
+    inflight = InFlight(journal)
+    writer = None
     usage = Usage()
-    before = (shared.stats.hits, shared.stats.misses) if shared is not None else (0, 0)
+    stats = getattr(shared, "stats", None)
+    before = (stats.hits, stats.misses) if stats is not None else (0, 0)
+
+    def unfinished(reason: str) -> PartitionOutcome:
+        return PartitionOutcome(task.index, {}, dict(usage.totals), usage.records - usage.cached, 0, 0,
+                                cache.journal_hits, invalid, unfinished=reason)
+
     try:
+        writer = RunWriter(folder, compress_audit=task.compress_audit, part=task.index)
         chunks = segment_chunks(_partition_turns(task, invalid), task.rubric, task.chunk_size,
                                  rubric_sampler(task.rubric))
         for items, views, n_turns in chunks:
+            if stop.is_set():
+                writer.abort()
+                return unfinished("stopped")
             records = judge_chunk(judge, views, items, cache=cache, concurrency=task.concurrency, usage=usage,
-                                   max_cost_usd=task.max_cost_usd)
+                                   max_cost_usd=task.max_cost_usd, inflight=inflight, stop=stop.is_set)
+            if stop.is_set():  # the chunk's paid verdicts are in the paid journal: a resume serves them
+                writer.abort()
+                return unfinished("stopped")
             usage.add(records)
             writer.add(items, records, task.rubric, n_turns)
         stopped = task.max_cost_usd is not None and writer.budget_errors(BUDGET_ERROR) > 0
+        guarded = cache.shared
         outcome = PartitionOutcome(
             task.index, writer.counts.model_dump(), dict(usage.totals), usage.records - usage.cached,
-            (shared.stats.hits - before[0]) if shared is not None else usage.cached,
-            (shared.stats.misses - before[1]) if shared is not None else usage.records - usage.cached,
-            cache.journal_hits, invalid, stopped, peak_rss_mb=peak_rss_mb())
+            (stats.hits - before[0]) if stats is not None else usage.cached,
+            (stats.misses - before[1]) if stats is not None else usage.records - usage.cached,
+            cache.journal_hits, invalid, stopped, peak_rss_mb=peak_rss_mb(),
+            cache_write_failures=guarded.write_failures if guarded is not None else 0,
+            cache_read_failures=guarded.lookup_failures if guarded is not None else 0,
+            cache_error=guarded.first_error if guarded is not None else None, cache_unopened=cache_warning)
         writer.commit(record=(part_record_path(folder, task.index), outcome.to_json()))
         outcome.summary = _summary_of(writer.results_frame(), task.rubric)
+    except Exception as exc:
+        if writer is not None:
+            writer.abort(torn=is_disk_full(exc))
+        if is_disk_full(exc):  # the driver says it in one line: no traceback on the worker
+            return unfinished(f"{type(exc).__name__}: {exc}")
+        raise
     except BaseException:
-        writer.abort()
+        if writer is not None:
+            writer.abort()
         raise
     finally:
+        journal.close()
         if shared is not None:
             shared.close()
     return outcome
@@ -412,8 +496,9 @@ def connect(workers: int | None = None, scheduler: str | None = None, client: An
         # one thread per worker process: a partition's judging is CPU-bound (the offline judge) or bounded
         # by its own request slots (an API judge); memory_limit=0: a worker is never paused or killed for
         # memory by Dask's heuristics (a partition's memory is bounded by its chunk size)
+        # preload: the workers ignore SIGINT (dask_setup), the driver stops the run on Ctrl-C
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
-                               memory_limit=0)
+                               memory_limit=0, preload=[__name__])
         client = Client(cluster)
     info = client.scheduler_info()
     slots = sum(int(w.get("nthreads", 1)) for w in info.get("workers", {}).values()) or 1
@@ -440,6 +525,17 @@ class PartitionedRun:
     kept: int
     worker_peak_mb: float | None = None
     summary: Any = None
+    cache_write_failures: int = 0
+    cache_read_failures: int = 0
+    #: The first cache failure a partition reported, and why a worker could not open the cache.
+    cache_error: str | None = None
+    cache_unopened: str | None = None
+
+    def cache_warning(self, cache_path: Any) -> str | None:
+        """The manifest's one warning about the shared cache's failures (:func:`~.faults.failure_warning`),
+        else why a worker judged without it, else ``None``."""
+        return (failure_warning(cache_path, self.cache_write_failures, self.cache_read_failures, self.cache_error)
+                or self.cache_unopened)
 
 
 def merge_outcomes(outcomes: Sequence[PartitionOutcome]) -> PartitionedRun:
@@ -456,11 +552,15 @@ def merge_outcomes(outcomes: Sequence[PartitionOutcome]) -> PartitionedRun:
     # partitions are consecutive ranges and each lists its records in file order: concatenated in
     # partition order they are in file order, each line's problems in the order they were found
     invalid = [r for o in sorted(outcomes, key=lambda o: o.index) for r in o.invalid]
+    fresh = [o for o in outcomes if not o.kept]  # a kept partition's failures were reported when it ran
     return PartitionedRun(counts, usage, sum(o.calls for o in outcomes), sum(o.hits for o in outcomes),
                           sum(o.misses for o in outcomes), sum(o.journal_hits for o in outcomes), invalid,
                           any(o.budget_stopped for o in outcomes), len(outcomes), sum(o.kept for o in outcomes),
                           max((o.peak_rss_mb for o in outcomes if o.peak_rss_mb is not None), default=None),
-                          _merge([o.summary for o in outcomes]))
+                          _merge([o.summary for o in outcomes]),
+                          sum(o.cache_write_failures for o in fresh), sum(o.cache_read_failures for o in fresh),
+                          next((o.cache_error for o in fresh if o.cache_error), None),
+                          next((o.cache_unopened for o in fresh if o.cache_unopened), None))
 
 
 def _merge(summaries: Sequence[Any]) -> Any:
@@ -501,11 +601,15 @@ def _merge_files(parts: Sequence[Path], target: Path) -> None:
     import shutil
 
     partial = target.with_name(f".{target.name}.partial")
-    with partial.open("wb") as out:
-        for p in parts:
-            if p.exists():
-                with p.open("rb") as fh:
-                    shutil.copyfileobj(fh, out, 1 << 20)
+    try:
+        with partial.open("wb") as out:
+            for p in parts:
+                if p.exists():
+                    with p.open("rb") as fh:
+                        shutil.copyfileobj(fh, out, 1 << 20)
+    except BaseException:  # a full disk: no torn file is left (the parts stay; a resume merges them again)
+        partial.unlink(missing_ok=True)
+        raise
     os.replace(partial, target)
 
 
@@ -524,11 +628,15 @@ def merge_parts(folder: str | Path, n_partitions: int, *, compress_audit: bool =
 
         writer = None
         partial = folder / ".members.parquet.partial"
-        for m in members:
-            table = pq.read_table(m)
-            writer = writer or pq.ParquetWriter(str(partial), table.schema)
-            writer.write_table(table)
-        writer.close()
+        try:
+            for m in members:
+                table = pq.read_table(m)
+                writer = writer or pq.ParquetWriter(str(partial), table.schema)
+                writer.write_table(table)
+            writer.close()
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
         os.replace(partial, folder / "members.parquet")
 
 
@@ -590,25 +698,45 @@ def run_partitions(engine: Engine | None, evidence: str | Path, folder: str | Pa
         if on_partition is not None:
             on_partition(outcome, len(outcomes), len(ranges))
 
+    def take(outcome: PartitionOutcome) -> None:
+        """A partition's outcome: finished (recorded), or unfinished (a full disk on the worker: raised)."""
+        if outcome.unfinished is None:
+            finished(outcome)
+        elif outcome.unfinished != "stopped":
+            raise OSError(errno.ENOSPC, f"partition {outcome.index}: {outcome.unfinished}")
+
+    stop = StopFlag(folder)
+    stop.clear()  # a flag an interrupted attempt left
+    running: dict[str, Any] = {}
     try:
         if engine is None:
             for r in ranges:
-                finished(judge_partition(task(r)))
+                take(judge_partition(task(r)))
         else:
             from distributed import as_completed
 
             def submit(r: ByteRange) -> Any:
                 key = f"axon-partition-{r.index}-{os.getpid()}-{id(futures)}"  # unique per run and driver
-                return engine.client.submit(judge_partition, task(r), pure=False, key=key)
+                fut = engine.client.submit(judge_partition, task(r), pure=False, key=key)
+                running[fut.key] = fut
+                return fut
 
             futures = as_completed()
             queue = list(ranges)
             while queue and futures.count() < in_flight:
                 futures.add(submit(queue.pop(0)))
             for fut in futures:
-                finished(fut.result())
+                running.pop(fut.key, None)
+                take(fut.result())
                 if queue:
                     futures.add(submit(queue.pop(0)))
+    except BaseException:
+        # Ctrl-C or a failed partition: hand out nothing more, let the running partitions finish the
+        # requests they sent (and keep the partitions that finish), then raise
+        if engine is not None and running:
+            stop.set()
+            _drain(engine, running, take)
+        raise
     finally:
         if bar is not None:
             bar.close()
@@ -622,19 +750,57 @@ def run_partitions(engine: Engine | None, evidence: str | Path, folder: str | Pa
     return merged
 
 
+def _drain(engine: Engine, running: Mapping[str, Any], take: Any) -> None:
+    """Wait (at most :data:`STOP_WAIT_S`; a second Ctrl-C stops waiting) for the ``running`` partitions,
+    which the stop flag has told to send nothing more; hand each one that finished to ``take``; cancel
+    the rest. Never raises: the caller raises what stopped the run."""
+    from distributed import wait
+
+    futures = list(running.values())
+    try:
+        wait(futures, timeout=STOP_WAIT_S)
+    except BaseException:  # the wait timed out, or a second Ctrl-C: stop waiting
+        pass
+    for fut in futures:
+        try:
+            if fut.status == "finished":
+                take(fut.result(timeout=5))
+        except BaseException:  # a partition that failed, or a second Ctrl-C: it is not kept
+            continue
+    try:
+        engine.client.cancel([f for f in futures if f.status not in ("finished", "error")])
+    except BaseException:
+        pass
+
+
+def dask_setup(worker: Any) -> None:
+    """Start-up of a worker of the local cluster :func:`connect` makes (a Dask preload): the worker ignores
+    SIGINT, so a Ctrl-C at the terminal (sent to the whole process group) reaches the driver alone, which
+    stops the run cleanly (module docstring)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def fill_cache_from_journals(folder: str | Path, n_partitions: int, cache_path: str | Path) -> int:
     """Copy the partitions' judged verdicts into the local SQLite cache (one writer, on the driver's disk);
-    returns how many were stored."""
-    from ..judges.cache import VerdictCache
-
+    returns how many were stored (a cache that cannot be opened or written stores none: the journals keep
+    the verdicts)."""
     stored = 0
-    with VerdictCache(cache_path) as cache:
+    cache, _warning = open_verdict_cache(cache_path)
+    if cache is None:  # its disk is full or it is locked: the journals keep the verdicts
+        return 0
+    try:
         for i in range(n_partitions):
             for record in journal_records(folder, i):
                 if record.cache_key and record.error is None and record.cache_key not in cache:
                     cache.put(record.cache_key, record)
                     stored += 1
-    return stored
+    finally:
+        cache.close()
+    return stored - cache.write_failures
 
 
 # -- finished partitions ---------------------------------------------------------------------------

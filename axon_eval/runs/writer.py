@@ -149,12 +149,26 @@ class RunWriter:
             self.members.commit()
         if record is not None:
             write_json(record[0], record[1])
-        self.results.commit(empty=empty_results())
+        try:
+            self.results.commit(empty=empty_results())
+        except BaseException:  # no record without its results part (a full disk): the partition is unfinished
+            if record is not None:
+                Path(record[0]).unlink(missing_ok=True)
+            raise
 
-    def abort(self) -> None:
+    def abort(self, *, torn: bool = False) -> None:
         """Close without committing. A single-process run keeps what it wrote under the final names (a
         failed run keeps what it had); a partition keeps its verdict journal (read back on resume) and
-        drops its unfinished results part, which only a finished partition may have."""
-        for appender in (self.verdicts, self.audit, self.members):
+        drops its unfinished results part, which only a finished partition may have. A file that cannot
+        be closed whole (a full disk) never gets its final name: the verdicts stay in their partial file
+        (whole lines are read back on resume), the audit, members and results partial files are deleted
+        (a resume writes them again). ``torn``: a write already failed (a full disk), so no file is
+        trusted whole even if it closes: none gets its final name, the same way."""
+        self.verdicts.abort(keep=not torn, keep_unclosed=True)
+        if torn:  # the verdicts stay as the partial file, read back line by line on resume
+            for appender in (self.audit, self.members, self.results):
+                appender.abort(keep=False)
+            return
+        for appender in (self.audit, self.members):
             appender.abort(keep=True)
         self.results.abort(keep=self.part is None)

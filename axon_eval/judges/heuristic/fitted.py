@@ -32,7 +32,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import time
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -424,15 +423,9 @@ class FittedHeuristicJudge(Judge):
 
     def judge(self, view: Any, sample_index: int = 0) -> JudgeRecord:
         """Synchronous judgement (plain code, no event loop needed)."""
-        start = time.perf_counter()
-        try:
-            verdict, details = self.assess(view)
-        except Exception as exc:  # a bug on one view is an error record, never a silent 0
-            return self.error_record(view, sample_index, f"{type(exc).__name__}: {exc}")
-        return JudgeRecord(segment_id=view.segment_id, judge_id=self.judge_id, model=self.model,
-                           prompt_version=self.prompt_version, sample_index=sample_index, verdict=verdict,
-                           latency_ms=(time.perf_counter() - start) * 1000.0, cost_usd=0.0,
-                           cache_key=self.cache_key(view, sample_index), extra={"heuristic_fitted": details})
+        from .judge import assessed_record
+
+        return assessed_record(self, view, sample_index, "heuristic_fitted")
 
 
 def predict_scores(model: FittedModel, frame: pd.DataFrame, rubric: Rubric | None = None) -> pd.DataFrame:

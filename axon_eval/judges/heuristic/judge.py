@@ -187,15 +187,21 @@ class HeuristicJudge(Judge):
 
     def judge(self, view: Any, sample_index: int = 0) -> JudgeRecord:
         """Synchronous judgement (no event loop needed: the checks are plain code)."""
-        start = time.perf_counter()
-        try:
-            verdict, details = self.assess(view)
-        except Exception as exc:  # a bug on one view is an error record, never a silent 0
-            return self.error_record(view, sample_index, f"{type(exc).__name__}: {exc}")
-        return JudgeRecord(segment_id=view.segment_id, judge_id=self.judge_id, model=self.model,
-                           prompt_version=self.prompt_version, sample_index=sample_index, verdict=verdict,
-                           latency_ms=(time.perf_counter() - start) * 1000.0, cost_usd=0.0,
-                           cache_key=self.cache_key(view, sample_index), extra={"heuristic": details})
+        return assessed_record(self, view, sample_index, "heuristic")
+
+
+def assessed_record(judge: Any, view: Any, sample_index: int, details_key: str) -> JudgeRecord:
+    """The record of an offline judge whose ``assess(view)`` returns ``(verdict, details)``: timed, free,
+    the details under ``extra[details_key]``; an exception on one view is an error record, never a 0."""
+    start = time.perf_counter()
+    try:
+        verdict, details = judge.assess(view)
+    except Exception as exc:  # a bug on one view is an error record, never a silent 0
+        return judge.error_record(view, sample_index, f"{type(exc).__name__}: {exc}")
+    return JudgeRecord(segment_id=view.segment_id, judge_id=judge.judge_id, model=judge.model,
+                       prompt_version=judge.prompt_version, sample_index=sample_index, verdict=verdict,
+                       latency_ms=(time.perf_counter() - start) * 1000.0, cost_usd=0.0,
+                       cache_key=judge.cache_key(view, sample_index), extra={details_key: details})
 
 
 @lru_cache(maxsize=1024)
