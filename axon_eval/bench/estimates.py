@@ -1,4 +1,4 @@
-"""Benchmarks of study 09 (issue 21): the SIMULATED PPI coverage tables (full size, and at few labels), and
+"""Benchmarks of study 09: the SIMULATED PPI coverage tables (full size, and at few labels), and
 a trend read over many synthetic run folders.
 
 * :func:`bench_ppi_coverage`: :func:`axon_eval.stats.coverage.ppi_coverage_simulation` at its full size

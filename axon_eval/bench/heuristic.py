@@ -19,11 +19,11 @@ shown beside it for information.
   the rubric's owner beside the default's (no goal: it is a rubric decision, not a judge figure).
 * **separation**: ROC AUC (Hanley-McNeil 95% interval, n) of the score and of each subscore for
   segments labelled correct against the rest, on the out-of-domain and the failure-class sets
-  (:func:`separation_figures`; the measure issue 22 reported on held-out benchmark predictions).
+  (:func:`separation_figures`; the measure reported on held-out benchmark predictions).
 * **held-out sample** rebuilt from the rugby templates with other seeds (:data:`HELD_OUT_SEEDS`): new
   teams, seasons, values and phrasings from the *same* templates -- it shows values are not
   memorised, not that the checks generalise.
-* **failure-class sets** (:data:`CLASS_SETS`, issue 22): the library lending set (frozen before that
+* **failure-class sets** (:data:`CLASS_SETS`): the library lending set (frozen before that
   issue's checks, which were then written against its classes: IN-SAMPLE), the transit set (held out
   for those checks; the fixes after it were written on it: IN-SAMPLE for them), the water utility set
   and the hotel group set (the same, one and two rounds later) and the online-learning set (HELD OUT:
@@ -64,7 +64,7 @@ OOD_LABELS = Path("data/turns/ood_labels.csv")
 HORIZON_TURNS = Path("data/turns/horizon_turns.jsonl")
 LIBRARY_TURNS = Path("data/turns/library_turns.jsonl")
 LIBRARY_LABELS = Path("data/turns/library_labels.csv")
-#: the failure-class sets of issue 22: (label, turns, labels). What each label says about in-sample is
+#: the failure-class sets (label, turns, labels). What each label says about in-sample is
 #: the record of when the judge's checks were written (README, "Failure classes the heuristic had not met").
 CLASS_SETS: tuple[tuple[str, Path, Path], ...] = (
     ("library lending set (IN-SAMPLE for issue 22's checks)", LIBRARY_TURNS, LIBRARY_LABELS),

@@ -10,7 +10,7 @@ and measures:
 2. the same ``n`` again through the verdict cache filled by run 1: HTTP requests made (target 0) and
    cache hits (target ``n``);
 3. ``repeat(anthropic:<model>, k)``: ``n // k`` views x ``k`` samples (the same ``n`` calls) at the same
-   concurrency, empty cache: wall / ideal (target <= 1.2, issue 10: repeated sampling must not cost more
+   concurrency, empty cache: wall / ideal (target <= 1.2: repeated sampling must not cost more
    judge I/O per call than single samples do).
 
 Rows: ``{"section": "judges", "name", "value", "unit", "target", "ok"}``.

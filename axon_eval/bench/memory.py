@@ -4,8 +4,7 @@ Why not ``getrusage``: on Linux, ``execve`` folds the high-water mark of the add
 the process's ``signal->maxrss``, and both ``getrusage(RUSAGE_SELF).ru_maxrss`` in the child and
 ``ru_maxrss`` from the parent's ``wait4`` report the larger of that and the new program's own peak. A
 child started by a process that once held 690 MB (``subprocess`` forks or vforks the bench process, whose
-address space is the one exec replaces) therefore reads at least 690 MB whatever it does (issue 19,
-item 14). The kernel's ``VmHWM`` line of ``/proc/self/status`` is the high-water mark of the *current*
+address space is the one exec replaces) therefore reads at least 690 MB whatever it does. The kernel's ``VmHWM`` line of ``/proc/self/status`` is the high-water mark of the *current*
 address space only (``mm->hiwater_rss``, started afresh by exec), so read at the end of the workload it
 is the peak of that program alone (Linux ``proc(5)``, ``/proc/pid/status``: "VmHWM: Peak resident set
 size").

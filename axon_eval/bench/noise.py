@@ -1,6 +1,6 @@
 """Benchmark of study 03's statistics (:func:`axon_eval.stats.noise.judge_noise_summary`).
 
-Target (issue 10): every statistic for 10,000 segments x 10 samples in under 10 s. The samples table
+Target: every statistic for 10,000 segments x 10 samples in under 10 s. The samples table
 is SIMULATED, vectorised with the same noise model as the ``simulate(...)`` judge (integer subscores,
 noise ``sd * m_s * (edge + (1 - edge) 4p(1-p))``, per-segment difficulty ``m_s``, a shared per-sample
 component) so the ICC, flip curve and ensemble bootstrap see realistic, not degenerate, data; building

@@ -1,7 +1,7 @@
 """Benchmark of study 10's statistics (:func:`axon_eval.stats.panels.panel_study`), part of the ``studies``
 bench section.
 
-Target (issue 20): 8 members x 10,000 segments, every panel of up to 4 members x the 5 reducers (each
+Target: 8 members x 10,000 segments, every panel of up to 4 members x the 5 reducers (each
 where it applies; 666 panels) with its escalation grid, the frontier and the recommendation, in at most
 10 s. The inputs are :func:`~axon_eval.stats.panels.panels_benchmark_inputs` (synthetic, seeded: a shared
 error common to all members and an own error per member, priced tokens, lognormal latency); building
@@ -23,7 +23,7 @@ from typing import Any
 from .memory import MEANING, run_fresh
 
 TARGET_SECONDS = 10.0
-#: Peak memory is reported, not judged (the issue sets no target); the note of issue 20 measured ~0.6 GB.
+#: Peak memory is reported, not judged (the issue sets no target); an earlier measurement found ~0.6 GB.
 N_MEMBERS, N_SEGMENTS, MAX_SIZE = 8, 10_000, 4
 
 

@@ -51,7 +51,7 @@ MAKE_RUN_TARGET_S = 90.0
 TEN_K_COLD_TARGET_S = 120.0
 TEN_K_CACHED_TARGET_S = 60.0
 TEN_K_THROUGHPUT_TARGET = 100.0
-#: The large-file case of issue 8: 39,240 turns (the sample x 436, about 52 MB); targets from the issue.
+#: The large-file case, 39,240 turns (the sample x 436, about 52 MB); its targets below.
 LARGE_TURNS = 39_240
 LARGE_PEAK_MB_TARGET = 500.0
 LARGE_REPORT_MB_TARGET = 10.0

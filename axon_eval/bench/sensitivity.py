@@ -1,6 +1,6 @@
 """Benchmark of study 02's statistics (:mod:`axon_eval.stats.sensitivity`), part of the ``studies`` section.
 
-Targets (issue 9), on synthetic segments (``bench.synthetic_frame``: integer subscores 0-10, ~15% null
+Targets, on synthetic segments (``bench.synthetic_frame``: integer subscores 0-10, ~15% null
 faithfulness, ~10% of each cap fact):
 
 * :func:`~axon_eval.stats.sensitivity.sweep_weights` for 10,000 weight vectors (uniform on the

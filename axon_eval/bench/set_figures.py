@@ -18,7 +18,7 @@
 
 ``--judge-from`` puts a checkout of another commit first on ``sys.path`` (``git worktree add /tmp/old
 53ffe5b``), so the same figures come out for the judge code as it was there: the script reads only
-what every version since issue 12 has (``load_turns``, ``build_views``, ``HeuristicJudge``,
+what every version since the out-of-domain set has (``load_turns``, ``build_views``, ``HeuristicJudge``,
 ``Rubric.default``, the verdict's four subscores, ``extra["heuristic"]["band"/"score"]``) and
 computes every statistic itself. The labels are CONSTRUCTED from seeded defects, not human judgements.
 """

@@ -1,4 +1,4 @@
-"""Import real traffic: traces from tracing tools become evidence turns (issue 15).
+"""Import real traffic: traces from tracing tools become evidence turns.
 
 ``import_traces(path, fmt, ...)`` -> :class:`ImportResult` (turns + :class:`ImportReport`);
 ``write_import(result, out)`` writes the evidence JSON Lines and ``<out>.import.json``;

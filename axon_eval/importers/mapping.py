@@ -1,4 +1,4 @@
-"""Shared mapping rules: the spans of one trace become one evidence turn (issue 15).
+"""Shared mapping rules: the spans of one trace become one evidence turn.
 
 Rules (the same for every format)
 ---------------------------------

@@ -4,7 +4,7 @@
 
 * ``POST /v1/messages``          an Anthropic ``message`` carrying a verdict: JSON text when the request
                                  has ``output_config`` (structured mode), prose otherwise (free-text mode);
-                                 a reference-grading request (issue 14) gets :func:`reference_reply`;
+                                 a reference-grading request gets :func:`reference_reply`;
 * ``POST /v1/chat/completions``  an OpenAI ``chat.completion``, JSON when the request has
                                  ``response_format``, prose otherwise;
 * Message Batches, as the Anthropic API: ``POST /v1/messages/batches`` (create), ``GET

@@ -1,4 +1,4 @@
-"""Reference-based grading of analytics answers (DESIGN section 7, issue 14).
+"""Reference-based grading of analytics answers (DESIGN section 7).
 
 Questions carry reference SQL run read-only against the simulated shop warehouse; a judge marks each
 rubric criterion pass / fail / unverifiable with a quote and names its numeric claims; code then

@@ -1,4 +1,4 @@
-"""The headline figures of a run with their intervals, as lines for the CLI summary (issue 21 section 1):
+"""The headline figures of a run with their intervals, as lines for the CLI summary:
 the mean score and the share in each band, each with its 95% interval and n, then the one sentence of
 what the intervals cover (:data:`axon_eval.stats.intervals.INTERVAL_COVERS`); and :func:`headline_lines`,
 the two lines ``python -m axon_eval run`` prints after an evaluation's run folder."""

@@ -295,7 +295,7 @@ def measure_heuristic(turns_path: str | Path = "data/turns/sample_turns.jsonl",
 
 
 # =============================================================================================
-# Judge-to-human calibration (issue 13): rho, kappa with CIs, strata, rater ceiling, gate, plan
+# Judge-to-human calibration: rho, kappa with CIs, strata, rater ceiling, gate, plan
 # =============================================================================================
 #: The publication gate of the technical reference: agreement must reach 0.7 -- here its CI's lower bound.
 GATE_THRESHOLD = 0.7

@@ -1,4 +1,4 @@
-"""The calibration record (issue 21 section 3): what study 05 measured, about which judge and rubric,
+"""The calibration record: what study 05 measured, about which judge and rubric,
 and when a later run may lean on it.
 
 A record names the judge exactly (``judge_id``, ``judge_model``, the ``judge_endpoint`` it called and

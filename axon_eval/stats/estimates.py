@@ -1,4 +1,4 @@
-"""Study 09: every headline figure with its interval, and corrected by the human labels (issue 21).
+"""Study 09: every headline figure with its interval, and corrected by the human labels.
 
 :func:`corrected_study` puts the pieces together for one run:
 

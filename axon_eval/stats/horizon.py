@@ -39,7 +39,7 @@ prompt size
     cache-creation tokens of an LLM call, system prompt included); otherwise the stated estimate
     ``view_chars / 4`` (:data:`CHARS_PER_TOKEN_ESTIMATE`), marked ``input_tokens_estimated``.
 
-The goal of issue 11 (:func:`compare_samplers`): at a budget of 20 rows, ``evidence`` flags at least
+The goal of the horizon study (:func:`compare_samplers`): at a budget of 20 rows, ``evidence`` flags at least
 90% of the seeded defects beyond the horizon that ``head`` misses, flags no more correct answers than
 ``head``, and costs at most 1.1x the characters of ``head`` (1.2x the tokens when tokens are exact).
 """
@@ -69,7 +69,7 @@ DEFAULT_SAMPLERS: tuple[str, ...] = ("head", "evidence")
 CHARS_PER_TOKEN_ESTIMATE = 4
 #: Name of the study in ``study.json``.
 STUDY_NAME = "04_row_horizon"
-#: The goal's thresholds (issue 11).
+#: The goal's thresholds.
 GOAL_CATCH_SHARE = 0.9
 GOAL_CHAR_RATIO = 1.1
 GOAL_TOKEN_RATIO = 1.2

@@ -1,7 +1,7 @@
 """Intervals on headline figures: Wilson, a vectorised cluster bootstrap, and every headline of a run.
 
 Every headline figure a report publishes (mean score, share in each band, share capped, each
-dimension's mean) carries a 95% interval and its n (issue 21, DESIGN section 6). :func:`headline_intervals`
+dimension's mean) carries a 95% interval and its n (DESIGN section 6). :func:`headline_intervals`
 computes them from a run's ``results`` frame:
 
 * **The unit is the segment** (a repeated run's samples are first collapsed into one row per segment by

@@ -1,4 +1,4 @@
-"""What study 10 (judge panel design) reports: the ``study.json`` keys of issue 20 built from a
+"""What study 10 (judge panel design) reports: the ``study.json`` keys of study 10 built from a
 :class:`~axon_eval.stats.panels.PanelStudy`, and which panels the escalation curve shows. Pure: a study in,
 plain JSON types out (NaN -> ``None``; the escalation threshold ``inf``, "escalate only on differing
 verdicts", -> ``None`` with ``rule`` saying so).

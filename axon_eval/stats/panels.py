@@ -1,4 +1,4 @@
-"""Judge panel design (study 10, issue 20): which judges, reducer and samples are worth paying for.
+"""Judge panel design (study 10): which judges, reducer and samples are worth paying for.
 
 Pure functions of a *members table* and labels; nothing judges again, nothing reads a run folder.
 Every panel is computed from the members' stored verdicts.

@@ -1,4 +1,4 @@
-"""Failure classes of issue 22: fan-out joins, units, statistics and positions the SQL never computes,
+"""Failure classes the held-out sets were built for: fan-out joins, units, statistics and positions the SQL never computes,
 and which row an answer names for a superlative.
 
 Pure functions over a sqlglot tree, a :class:`~.sql_facts.SqlAnalysis`, a question profile and the
@@ -29,7 +29,7 @@ from typing import Any
 from sqlglot import exp
 
 #: A date filter open on one side for a bounded asked period is a period flaw (intent -3, SQL material,
-#: rows -4, verdict partial) rather than merely unverifiable. Issue 22 asks for it; the frozen shop set
+#: rows -4, verdict partial) rather than merely unverifiable. The failure-class sets ask for it; the frozen shop set
 #: labels three such statements correct because its data happen to end there (which the evidence does
 #: not show), so turning it on costs that set 3 segments (README, "failure classes").
 OPEN_ENDED_PERIOD_IS_DEFECT = True

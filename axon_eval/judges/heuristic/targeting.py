@@ -452,7 +452,7 @@ def _period_findings(profile: QuestionProfile, info: StepInfo, t: Targeting, evi
                                       "data ends there")
             elif (not lo or not hi) and (lo or q_lo) >= q_lo and (hi or q_hi) <= q_hi:
                 # a bounded period asked, a filter open on one side: rows of other periods are in it
-                # unless the data happen to end there, which the evidence does not show (issue 22)
+                # unless the data happen to end there, which the evidence does not show
                 finding = (f"the question asks about {asked} but the date filter is open-ended ({selected}): "
                            "rows outside the asked period are included unless the data end there")
                 t.open_ended.append(finding)
