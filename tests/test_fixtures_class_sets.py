@@ -1,7 +1,7 @@
-"""The checks every failure-class set must pass (issue 22), run once per set: frozen, deterministic, labels
+"""The checks every failure-class set must pass run once per set: frozen, deterministic, labels
 consistent. Set-specific checks (figures recomputed by separately written SQL) stay in each set's file.
 
-The oracles here are independent of the generator (:mod:`axon_eval.fixtures.class_sets`): the committed
+The oracles here are independent of the set files and their builder (:mod:`axon_eval.fixtures.labelled`): the committed
 ``data/turns`` files, the warehouse rebuilt from its seed and re-queried, and the DESIGN §4 midpoint band
 written out below (weights 0.30/0.25/0.25/0.20, bands 80/50; no turn of these sets has a failed or missing
 step, so no cap applies).
@@ -26,7 +26,7 @@ from axon_eval.fixtures.common import OPEN_PERIOD_RANGES
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data" / "turns"
-#: the issue-22 classes every held-out set carries, each at least three times
+#: the failure classes every held-out set carries, each at least three times
 ISSUE_CLASSES = ("fan_out", "units", "open_period", "wrong_row", "statistic", "demonym", "currency_code", "plural",
                  "derived_total", "row_count", "control")
 

@@ -1,7 +1,7 @@
-"""The fourth held-out failure-class set, on the online-learning platform's warehouse (issue 22): frozen,
+"""The fourth held-out failure-class set, on the online-learning platform's warehouse: frozen,
 deterministic, labels consistent.
 
-The oracles here are independent of the generator: figures recomputed in Python over raw rows fetched from a
+The oracles here are independent of the set file: figures recomputed in Python over raw rows fetched from a
 fresh warehouse (``statistics``, ``calendar``, ``collections.Counter``, ``datetime``). The checks every
 failure-class set shares (rebuild byte-identical, one label per segment, the DESIGN §4 midpoint band, claims,
 open periods, row counts, the README section) are in ``test_fixtures_class_sets``; this file keeps the set's

@@ -1,4 +1,4 @@
-"""The failure-class set on the library warehouse (issue 22): its class mix and seeded figures.
+"""The failure-class set on the library warehouse: its class mix and seeded figures.
 
 The build-level checks it shares with the held-out sets (rebuild byte-identical, one label per segment,
 the midpoint band, open periods, every step re-run) are in ``test_fixtures_class_sets``.

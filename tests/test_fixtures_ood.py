@@ -210,7 +210,7 @@ def _by_feature(turns, labels, feature: str, verdict: str | None = None):
     return out
 
 
-def test_the_cases_issue_12_lists_are_present_with_correct_and_defective_forms(turns, labels):
+def test_the_listed_cases_are_present_with_correct_and_defective_forms(turns, labels):
     sqls = lambda t: " ".join(s.sql for s in t.sql_steps)  # noqa: E731
     # a state code in WHERE for a question naming the state: correct
     tx = [t for r, t in _by_feature(turns, labels, "state_code", "good")

@@ -1,7 +1,7 @@
-"""The second held-out failure-class set, on the water-utility warehouse (issue 22): frozen, deterministic,
+"""The second held-out failure-class set, on the water-utility warehouse: frozen, deterministic,
 labels consistent.
 
-The oracles here are independent of the generator: figures recomputed by separately written SQL against a
+The oracles here are independent of the set file: figures recomputed by separately written SQL against a
 fresh warehouse (or by Python over the fetched rows). The checks every failure-class set shares (rebuild
 byte-identical, one label per segment, the DESIGN §4 midpoint band, claims, open periods, row counts, the
 README section) are in ``test_fixtures_class_sets``; this file keeps the set's own.
