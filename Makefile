@@ -55,6 +55,7 @@ bench: $(STAMP) ## benchmarks: prints a table, writes runs/<date>_bench/bench.js
 
 data: $(STAMP) ## rebuild everything under data/ from axon_eval.fixtures (deterministic)
 	$(VPY) -m axon_eval.fixtures --out data
+	$(VPY) -m axon_eval.fixtures.realdb --out data
 
 studies: $(STAMP) ## run every study notebook (notebooks/02_*.ipynb onwards) into runs/
 	@shopt -s nullglob; nbs=(notebooks/0[2-9]_*.ipynb notebooks/[1-9][0-9]_*.ipynb); \

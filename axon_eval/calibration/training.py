@@ -30,6 +30,8 @@ from ..view import build_views
 
 #: The repository's folder of labelled sets.
 DATA_DIR = Path(__file__).resolve().parents[2] / "data" / "turns"
+#: Further folders read with the default one -- the sets on real public sample databases (TPC-H, nycflights13).
+EXTRA_DIRS = (DATA_DIR.parent / "realdb",)
 
 
 @dataclass(frozen=True)
@@ -47,9 +49,10 @@ def labelled_sets(data_dir: str | Path | None = None) -> list[LabelledSet]:
     if not root.is_dir() and data_dir is None:
         root = Path("data/turns")
     found = []
-    for turns in sorted(root.glob("*_turns.jsonl")):
+    roots = [root, *(d for d in EXTRA_DIRS if d.is_dir())] if data_dir is None else [root]
+    for turns in sorted(t for r in roots for t in r.glob("*_turns.jsonl")):
         domain = turns.name[: -len("_turns.jsonl")]
-        labels = root / ("labels.csv" if domain == "sample" else f"{domain}_labels.csv")
+        labels = turns.parent / ("labels.csv" if domain == "sample" else f"{domain}_labels.csv")
         if labels.exists():
             found.append(LabelledSet(domain, turns, labels))
     return sorted(found, key=lambda s: s.domain)
