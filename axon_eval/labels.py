@@ -25,6 +25,7 @@ import pandas as pd
 
 from .rubric import BANDS, DIMENSIONS
 
+#: The caveat every output built on the constructed labels prints beside its figures.
 LABELS_NOTE = ("labels are CONSTRUCTED from the fixture generator's seeded defects, not human judgements: "
                "agreement measures whether the judge finds the seeded defects, not agreement with people")
 RANGE_COLUMNS: tuple[str, ...] = tuple(f"{d}_{side}" for d in DIMENSIONS for side in ("min", "max"))

@@ -37,6 +37,7 @@ DIMENSIONS: tuple[str, ...] = ("intent_understood", "sql_quality", "result_relev
 REQUIRED_DIMENSIONS: tuple[str, ...] = DIMENSIONS[:3]
 #: Trajectory facts that trigger caps, in the order the caps are listed in audits.
 CAP_FACTS: tuple[str, ...] = ("all_sql_failed", "ended_on_failure", "no_tools")
+#: The verdict bands, best first.
 BANDS: tuple[str, ...] = ("good", "partial", "poor")
 
 _WEIGHT_SUM_TOLERANCE = 1e-9

@@ -1,7 +1,7 @@
 """Deterministic scorer: judge subscores + trajectory facts -> score out of 100, band and audit.
 
 The judge never does arithmetic. For one segment with subscores ``s_d`` (0-10, clamped) over the
-observed dimensions ``O`` (``answer_faithfulness`` may be null and is then left out):
+observed dimensions ``O`` (``answer_faithfulness`` may be null and is then left out)::
 
     effective weight   e_d = w_d / sum_{k in O} w_k                    (renormalised nominal weights)
     contribution       c_d = 10 * e_d * s_d                            (points out of 100)
@@ -311,28 +311,33 @@ def score_turn(
 
     Parameters
     ----------
-    subscores : mapping of the four dimension names to a number in [0, 10] or ``None``.
-        ``intent_understood``, ``sql_quality`` and ``result_relevance`` are required;
-        ``answer_faithfulness`` may be ``None`` (no answer captured) and is then left out of the
-        weighting. Values outside [0, 10] are clamped and the clamp is noted.
-    facts : :class:`~axon_eval.evidence.TrajectoryFacts` or a mapping with at least
-        ``all_sql_failed``, ``ended_on_failure``, ``no_tools`` (bools); ``recovered_errors`` (int)
-        adds a note when positive.
-    rubric : the :class:`~axon_eval.rubric.Rubric` (default ``axon-v1``).
-    judge_verdict : the judge's own ``good``/``partial``/``poor``; compared with the band, a
-        mismatch is a note.
+    subscores : Mapping[str, float | None]
+        The four dimension names, each to a number in [0, 10] or ``None``. ``intent_understood``,
+        ``sql_quality`` and ``result_relevance`` are required; ``answer_faithfulness`` may be ``None``
+        (no answer captured) and is then left out of the weighting. Values outside [0, 10] are clamped
+        and the clamp is noted.
+    facts : TrajectoryFacts or Mapping[str, Any]
+        A :class:`~axon_eval.evidence.TrajectoryFacts` or a mapping with at least ``all_sql_failed``,
+        ``ended_on_failure``, ``no_tools`` (bools); ``recovered_errors`` (int) adds a note when positive.
+    rubric : Rubric, optional
+        The :class:`~axon_eval.rubric.Rubric` (default ``axon-v1``).
+    judge_verdict : str, optional
+        The judge's own ``good``/``partial``/``poor``; compared with the band, a mismatch is a note.
 
     Returns
     -------
-    TurnScore with ``raw_score`` and ``score`` in [0, 100] (score rounded to 0.1, half away from zero
-    on the exact decimal value).
+    TurnScore
+        ``raw_score`` and ``score`` in [0, 100] (score rounded to 0.1, half away from zero on the exact
+        decimal value), the band and the audit.
 
     Raises
     ------
-    UnscorableError (a ``ValueError``) when the segment cannot be scored: a required dimension is
-    missing (``None``, ``pd.NA`` or NaN of any float width), or the rubric puts no weight on the
-    observed dimensions. The reason is the one :func:`score_frame` gives in ``unscorable_reason``.
-    ValueError for an unknown dimension, a value that is not a number, or malformed facts.
+    UnscorableError
+        A ``ValueError``: the segment cannot be scored. A required dimension is missing (``None``,
+        ``pd.NA`` or NaN of any float width), or the rubric puts no weight on the observed dimensions.
+        The reason is the one :func:`score_frame` gives in ``unscorable_reason``.
+    ValueError
+        An unknown dimension, a value that is not a number, or malformed facts.
 
     Examples
     --------

@@ -1,11 +1,15 @@
 """URLs in evidence, specs, manifests and reports: what an endpoint *is* and what may be *shown*.
 
-``sanitize_url``   an endpoint's identity (``scheme://host[:port][/path]``, no credentials, query or
-                   fragment): what enters judge ids and cache keys
-``redact_urls``    any text with the credentials of every URL in it masked (userinfo, query values):
-                   what messages, manifests and reports show
-``mask_url``       one (possibly malformed) URL for a message
-``is_loopback_url`` / ``is_loopback_host``   does it point at this machine
+``sanitize_url``
+    an endpoint's identity (``scheme://host[:port][/path]``, no credentials, query or fragment): what
+    enters judge ids and cache keys
+``redact_urls``
+    any text with the credentials of every URL in it masked (userinfo, query values): what messages,
+    manifests and reports show
+``mask_url``
+    one (possibly malformed) URL for a message
+``is_loopback_url`` / ``is_loopback_host``
+    does it point at this machine
 
 One module so that the judges, the run manifests and the reports agree on both questions.
 """

@@ -50,7 +50,7 @@ autodoc_default_options = {"members": True, "show-inheritance": False, "ignore-m
 napoleon_numpy_docstring = True
 napoleon_google_docstring = False
 napoleon_use_rtype = False
-napoleon_use_param = False  # the docstrings put prose in the type slot ("out_dir : parent of the run folder")
+napoleon_use_param = False  # a "Parameters" section renders as one list: name, type, then the description
 napoleon_use_ivar = True
 
 # --- nitpicky: only the project's own names must resolve -------------------------------------------
@@ -81,7 +81,7 @@ html_static_path: list[str] = []
 html_show_sourcelink = False
 
 # --- the docstring ledger (docs/_ext/axon_docs.py) ---------------------------------------------------
-# Warnings raised by the package's own docstrings (reST that docutils cannot parse, references to
-# private or undocumented names) are listed in docs/_build/docstring-warnings.txt. A build with more
-# than this number fails; lower it as docstrings are fixed, never raise it.
-axon_docstring_warnings_allowed = 128
+# Warnings raised by the package's own docstrings are listed in docs/_build/docstring-warnings.txt. The
+# allowance is exactly the number left in modules whose docstrings are being rewritten; a build with more
+# fails. At zero, the ledger goes and every docstring warning fails the build like any other.
+axon_docstring_warnings_allowed = 8

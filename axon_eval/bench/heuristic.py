@@ -67,7 +67,7 @@ LIBRARY_LABELS = Path("data/turns/library_labels.csv")
 #: the failure-class sets (label, turns, labels). What each label says about in-sample is
 #: the record of when the judge's checks were written (README, "Failure classes the heuristic had not met").
 CLASS_SETS: tuple[tuple[str, Path, Path], ...] = (
-    ("library lending set (IN-SAMPLE for issue 22's checks)", LIBRARY_TURNS, LIBRARY_LABELS),
+    ("library lending set (IN-SAMPLE for the first checks)", LIBRARY_TURNS, LIBRARY_LABELS),
     ("transit set (held out for the first checks, IN-SAMPLE for the fixes after them)",
      Path("data/turns/transit_turns.jsonl"), Path("data/turns/transit_labels.csv")),
     ("water utility set (held out for the checks before it, IN-SAMPLE for the fixes after them)",

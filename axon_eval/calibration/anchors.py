@@ -7,7 +7,7 @@ evidence file, of ``verdicts.jsonl`` and of the results dataset, the judge and r
 and a note saying why this run is the reference. Before a candidate judge is measured against it,
 :func:`verify_anchor` checks every hash again (``AnchorChangedError`` when anything moved), and
 :func:`rejudge_anchor` re-judges the anchor's evidence with the candidate through
-:func:`~axon_eval.runs.rejudge` (which checks the evidence hash once more), as a new ``rejudge`` run.
+:func:`~axon_eval.runs.derive.rejudge` (which checks the evidence hash once more), as a new ``rejudge`` run.
 
 :func:`measure_drift` does the whole change-control step: verify, re-judge, :func:`compare_runs`
 (matching, mean difference with bootstrap CI, Wilcoxon, band transitions), then
@@ -161,8 +161,8 @@ def verify_anchor(run_folder: str | Path) -> Anchor:
 def rejudge_anchor(anchor_run: str | Path, judge: Judge | str, *, out_dir: str | Path | None = None,
                    name: str | None = None, progress: bool = False, figures: bool = True, **options: Any) -> Run:
     """Verify the anchor, then re-judge its evidence with ``judge`` as a new ``rejudge`` run (under the
-    anchor's rubric; ``options`` go to :func:`~axon_eval.runs.rejudge`); ``figures`` draws the new run's
-    standard figures (:func:`axon_eval.reporting.save_run_figures`)."""
+    anchor's rubric; ``options`` go to :func:`~axon_eval.runs.derive.rejudge`); ``figures`` draws the new run's
+    standard figures (``axon_eval.reporting.save_run_figures``)."""
     from ..reporting import save_run_figures
     from ..runs import rejudge
 

@@ -15,7 +15,7 @@ counts, the agreement with the labels (false passes, false fails, review-require
 cache hits, tokens and cost. For a paid judge the estimated cost is printed on stderr before the first call.
 
 ``--batch`` (``anthropic:`` judge only; the heuristic is refused, exit 2): the uncached responses go to the
-API as one Message Batch at the batch price (:mod:`axon_eval.reference.batch`); its id is in the manifest and the
+API as one Message Batch at the batch price (``axon_eval.reference.batch``); its id is in the manifest and the
 run folder's ``batch.json`` before polling, so a run interrupted while waiting, started again with the same
 arguments, resumes polling that batch instead of paying again. ``--max-cost-usd`` bounds what is submitted.
 

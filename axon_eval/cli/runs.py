@@ -218,7 +218,7 @@ def _save_figures(run: Any) -> None:
 
 def check_judge(spec: str, reference: bool) -> None:
     """The judge check of ``run`` and ``rerun`` (:data:`axon_eval.runs.notebook.JudgeCheck`): a reference
-    notebook's spec must build a reference judge (:func:`axon_eval.reference.make_judge`), any other an
+    notebook's spec must build a reference judge (``axon_eval.reference.make_judge``), any other an
     evaluation judge (:func:`axon_eval.runs.notebook.check_evaluation_judge`). Building opens no connection."""
     if reference:
         from ..reference import make_judge

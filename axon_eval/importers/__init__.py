@@ -6,7 +6,7 @@
 
 Layout: :mod:`.spans` (the neutral span), :mod:`.otlp` (OTLP JSON decoding), one reader per format
 (:mod:`.otel`, :mod:`.openinference`, :mod:`.langfuse`, :mod:`.langsmith`), :mod:`.mapping` (the shared
-rules: one trace -> one turn), :mod:`.export_otel`; the verbs live in :mod:`axon_eval.cli.importers` (``python -m axon_eval import-traces``).
+rules: one trace -> one turn), :mod:`.export_otel`; the verbs live in ``axon_eval.cli.importers`` (``python -m axon_eval import-traces``).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ class ImportResult:
 
 def import_documents(docs: list[Any], fmt: str, options: ImportOptions | None = None,
                      source: str = "<memory>") -> ImportResult:
+    """Map already-decoded trace documents of format ``fmt`` to evidence turns and an import report."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown trace format {fmt!r}; expected one of {sorted(FORMATS)}")
     options = options or ImportOptions()

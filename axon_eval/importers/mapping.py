@@ -143,7 +143,7 @@ class ImportReport:
     inferred: list[dict[str, Any]] = field(default_factory=list)
     not_turns: list[dict[str, Any]] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)
-    #: statuses that could not be mapped: ``{trace_id, span_id, name, turn_id, field, value, fallback}``
+    #: statuses that could not be mapped, one dict each -- ``{trace_id, span_id, name, turn_id, field, value, fallback}``
     warnings: list[dict[str, Any]] = field(default_factory=list)
     attributes_read: dict[str, int] = field(default_factory=dict)
     schema_versions: dict[str, int] = field(default_factory=dict)
@@ -252,6 +252,7 @@ def _messages(value: Any) -> list[Any] | None:
 
 
 def last_message(value: Any, roles: set[str]) -> str | None:
+    """The text of the last message of ``value`` (a message list, or one message) whose role is in ``roles``."""
     msgs = _messages(value)
     if not msgs:
         return None

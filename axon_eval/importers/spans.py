@@ -111,6 +111,10 @@ def elapsed_between(start: datetime | None, end: datetime | None) -> int | float
 
 
 def elapsed_from_nanos(start_ns: int | None, end_ns: int | None) -> int | float | None:
+    """Milliseconds between two epoch-nanosecond times.
+
+    ``None`` when either is missing or the end precedes the start.
+    """
     if start_ns is None or end_ns is None or end_ns < start_ns:
         return None
     d = end_ns - start_ns

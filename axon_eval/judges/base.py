@@ -1,9 +1,12 @@
 """Judge protocol.
 
-``Judge``           base class: ``judge`` / ``ajudge`` for one view, ``judge_many`` / ``ajudge_many``
-                    for many (bounded concurrency, progress bar, verdict cache, input order kept).
-``cache_key``       the verdict cache key of one judgement.
-``run_sync``        run a coroutine to completion from synchronous code (inside Jupyter too).
+``Judge``
+    base class: ``judge`` / ``ajudge`` for one view, ``judge_many`` / ``ajudge_many`` for many (bounded
+    concurrency, progress bar, verdict cache, input order kept).
+``cache_key``
+    the verdict cache key of one judgement.
+``run_sync``
+    run a coroutine to completion from synchronous code (inside Jupyter too).
 
 The records a judge returns (``Verdict``, ``JudgeRecord``, ``parse_verdict``,
 ``parse_free_text_verdict``, ``VerdictParseError``) live in :mod:`~axon_eval.judges.records`, below this

@@ -33,7 +33,7 @@ _VERSION_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 FREE_TEXT_SUFFIX = "_free_text"
 
 
-#: Hex characters of the prompt text's SHA-256 in a judge's prompt identity (12 hex = 48 bits: two different
+#: Hex characters of the prompt text's SHA-256 in a judge's prompt identity (12 hex = 48 bits -- two different
 #: texts share a prefix with probability about 2**-48 per pair).
 PROMPT_HASH_CHARS = 12
 #: Prefix of the name of a prompt read from a file outside the package (``file:<stem>``).
@@ -74,6 +74,7 @@ def prompt_name(identity: str) -> str:
 
 
 def available_prompt_versions() -> list[str]:
+    """The names of the prompts shipped with the package, sorted."""
     folder = resources.files("axon_eval.judges") / "prompts"
     return sorted(p.name.removesuffix(".md") for p in folder.iterdir() if p.name.endswith(".md"))
 

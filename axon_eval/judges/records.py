@@ -262,7 +262,7 @@ def parse_free_text_verdict(text: str, *, answer_captured: bool | None = None,
     Each dimension is found by its name (``intent understood`` / ``intent_understood`` / ``intent``,
     ``SQL quality``, ``result relevance`` / ``relevance``, ``answer faithfulness`` / ``faithfulness``, and
     a few ``X of the Y`` forms), then its grade: a number right after it ("SQL quality: 7",
-    "intent is 9", "| relevance | 6 |", "faithfulness gets a 4"), a number on a 10-point scale a few
+    "intent is 9", ``| relevance | 6 |``, "faithfulness gets a 4"), a number on a 10-point scale a few
     words later ("Intent understood: the agent grasped it, I give it 9/10", "nine out of ten") or just
     before it ("8/10 for SQL quality"). Faithfulness may be "not applicable" / "n/a" / "null". The
     verdict is the band named after "verdict" ("Verdict: partial", "my overall verdict is **poor**"),

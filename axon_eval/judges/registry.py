@@ -238,7 +238,7 @@ def parse_api_leaf(text: str, spec: str | None = None) -> ApiLeaf | None:
     else ``None``. The ``#mode`` suffix is split off last (``rpartition``), the model from the URL at the
     first ``@``. ``SpecError`` (naming ``spec``, default ``text``) for an unknown mode, no model or an
     empty URL. One grammar for every verb: the evaluation judges (:func:`build_judge`) and the reference
-    judge (:func:`axon_eval.reference.make_judge`) both read their leaves here."""
+    judge (``axon_eval.reference.make_judge``) both read their leaves here."""
     from ._llm import MODES
 
     spec = text if spec is None else spec

@@ -23,7 +23,7 @@ ensemble(spec, spec, ..., reducer=mean|median|majority, disagree_at=<points>)
     members) is at least ``disagree_at`` points (default 2). ``extra["disagreement_reasons"]`` lists
     what triggered it; ``extra["verdicts_differ"]`` keeps the old categorical comparison for reference.
     A run scored under another rubric can re-score the members from ``extra["members"]`` and
-    ``extra["facts"]`` (:func:`axon_eval.stats.noise.members_frame` with ``rubric=``).
+    ``extra["facts"]`` (``axon_eval.stats.noise.members_frame`` with ``rubric=``).
 
     ``extra`` holds ``members`` (per member, in spec order: ``judge_id``, ``verdict``, ``subscores``
     (the four values), ``raw_score``, ``score``, ``band``, ``unscorable_reason``, ``error``, ``cached``, ``latency_ms``,

@@ -9,7 +9,7 @@ database.
 Grades are recorded like every other judgement: one :class:`~.records.GradeRecord` per response (judge,
 model, prompt version, latency, tokens, cost, cache key, cached), reused from the SQLite grade cache
 (:mod:`.cache`) while question, evidence, response and judge configuration are unchanged, and written to
-a run folder by :func:`~.run.grade_reference` (``python -m axon_eval grade-reference``, :mod:`axon_eval.cli.reference`).
+a run folder by :func:`~.run.grade_reference` (``python -m axon_eval grade-reference``, ``axon_eval.cli.reference``).
 """
 
 from .cache import GradeCache

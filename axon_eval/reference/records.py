@@ -1,6 +1,6 @@
 """One record per graded response, and the key under which a grade may be reused. Pure.
 
-A :class:`GradeRecord` is to a reference grade what :class:`axon_eval.judges.base.JudgeRecord` is to a
+A :class:`GradeRecord` is to a reference grade what :class:`axon_eval.judges.records.JudgeRecord` is to a
 verdict: the grade (``pass`` / ``fail`` / ``review_required`` / ``error``) with the verified details (each
 criterion's status and quote, each numeric check re-done by code), plus provenance (judge id, model,
 prompt version), latency, tokens, cost and cache information. A grade that could not be made is an

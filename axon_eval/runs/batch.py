@@ -26,7 +26,7 @@ with a clear error before anything is written.
 
 The generic part (the registry, state files, resume by keys, submit / poll / collect through the SDK) is
 :func:`run_batches`; it knows nothing of views or verdicts and is shared with reference grading
-(:mod:`axon_eval.reference.batch`), whose ``custom_id`` is the grade key.
+(``axon_eval.reference.batch``), whose ``custom_id`` is the grade key.
 """
 
 from __future__ import annotations

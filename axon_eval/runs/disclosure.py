@@ -3,12 +3,12 @@
 Every listing, trend and comparison of runs shows :func:`judge_disclosure`'s ``label`` beside the run, so
 a reader never takes a simulated judge's numbers, or a local server's, for a real model's grading:
 
-=============================================  =====================================================
-``""``                                         a real judge (a provider's API, the heuristic, ...)
-``"SIMULATED"``                                the judge is simulated (``noise(...)``, ``simulated(...)``)
-``"local server, not the provider"``           the judge called a server on this machine (loopback URL)
+===============================================  =====================================================
+``""``                                           a real judge (a provider's API, the heuristic, ...)
+``"SIMULATED"``                                  the judge is simulated (``noise(...)``, ``simulated(...)``)
+``"local server, not the provider"``             the judge called a server on this machine (loopback URL)
 ``"SIMULATED; local server, not the provider"``  both
-=============================================  =====================================================
+===============================================  =====================================================
 
 Read from a run manifest (the pydantic :class:`~axon_eval.runs.manifest.RunManifest` or its
 ``manifest.json`` dict) or any mapping of the same fields, e.g. a study's ``study.json``:

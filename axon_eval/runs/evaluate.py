@@ -403,45 +403,63 @@ def evaluate(
     options: EvaluationOptions | None = None,
     **values: Any,
 ) -> Run:
-    """Judge and score every segment of ``turns`` and write a run folder; returns the :class:`Run`.
+    """Judge and score every segment of ``turns`` and write a run folder.
 
     ``evaluate(turns, options)`` takes an :class:`~.options.EvaluationOptions`; ``judge``, ``rubric`` and
-    keyword arguments (any option's name) build one, laid over ``options`` when both are given -- one
-    record, validated once, with one set of defaults. An unknown option is a ``TypeError`` naming it; a
-    bad value a ``ValueError`` naming the option.
+    keyword arguments (any option's name) build one, laid over ``options`` when both are given: one
+    record, validated once, with one set of defaults. A segment whose judgement failed is kept as
+    ``status == "unjudged"`` with its error and ``NaN`` scores.
 
     Parameters
     ----------
-    turns : valid turns (with their ``invalid`` records), or the path of an evidence file, which is
+    turns : sequence of Turn, str or Path
+        Valid turns (with their ``invalid`` records), or the path of an evidence file, which is
         streamed here (its invalid lines are kept and its SHA-256 recorded).
-    judge : a :class:`~axon_eval.judges.base.Judge` or a spec string (``heuristic``, ``anthropic:<model>``,
-        ...). Its ``judge_many`` is called through the verdict cache.
-    rubric : a Rubric, a packaged rubric name or a YAML path (default ``axon-v1``); ``row_horizon``
+    judge : Judge, str or EvaluationOptions, optional
+        A :class:`~axon_eval.judges.base.Judge` or a spec string (``heuristic``,
+        ``anthropic:<model>``, ...), whose ``judge_many`` is called through the verdict cache; or the
+        options record itself.
+    rubric : Rubric, str or Path, optional
+        A Rubric, a packaged rubric name or a YAML path (default ``axon-v1``); ``row_horizon``
         replaces its row horizon (which changes the rubric id).
-    invalid : invalid input lines to carry into the run (``invalid.jsonl``, manifest counts, summaries).
-    out_dir : parent of the run folder (default ``$AXON_EVAL_RUNS_DIR`` or ``runs``).
-    run_dir : write into this folder instead of a fresh one (the notebook runner creates it); it must not
-        hold results already. Its ``params.json`` (the notebook's parameters) is kept.
-    params : parameters to record (e.g. a notebook's parameters); merged over the call's own
-        (turns_file, judge, rubric, row_horizon, limit, seed, name, concurrency) in the manifest.
-    input_files : further files whose SHA-256 is recorded (labels, ...); the evidence file comes first.
-    cache : a ``VerdictCache``, a path, ``None`` (default ``<out_dir>/.cache/verdicts.sqlite`` or
-        ``$AXON_EVAL_CACHE``) or ``False`` (no cache).
-    limit : judge only the first ``limit`` valid turns (all of their segments); invalid lines are
-        always all reported.
-    seed : recorded in the manifest and params. The run itself is deterministic given the judge;
-        stochastic judges carry their own seed in their spec (``noise(heuristic, sd=1, seed=3)``).
-    chunk_size : segments read, judged and written per step (peak memory grows with it).
-    batch : submit all uncached views as one Anthropic Message Batch (half price); the batch id is kept
-        in the run folder and beside the cache, so a restarted run resumes polling instead of paying twice.
-        ``batch_poll_s`` is the polling interval; after ``batch_timeout_s`` the run fails with the batch
-        still recorded (a restart resumes it).
-    max_cost_usd : stop sending views before the reported cost would exceed this (see module docstring).
-    compress_audit : write ``audit.jsonl.gz`` instead of ``audit.jsonl``.
+    invalid : iterable of InvalidTurn or dict, optional
+        Invalid input lines to carry into the run (``invalid.jsonl``, manifest counts, summaries).
+    options : EvaluationOptions, optional
+        The options record; ``values`` are laid over it.
+    **values
+        Any option of :class:`~.options.EvaluationOptions`, among them: ``out_dir``, the parent of
+        the run folder (default ``$AXON_EVAL_RUNS_DIR`` or ``runs``); ``run_dir``, a folder to write
+        into instead of a fresh one (it must not hold results; its ``params.json`` is kept);
+        ``params``, parameters to record, merged over the call's own (turns_file, judge, rubric,
+        row_horizon, limit, seed, name, concurrency); ``input_files``, further files whose SHA-256 is
+        recorded; ``cache``, a ``VerdictCache``, a path, ``None`` (the default
+        ``<out_dir>/.cache/verdicts.sqlite`` or ``$AXON_EVAL_CACHE``) or ``False`` (no cache);
+        ``limit``, the first ``limit`` valid turns (invalid lines are always all reported); ``seed``,
+        recorded in the manifest and params (stochastic judges carry their own seed in their spec);
+        ``chunk_size``, segments read, judged and written per step; ``batch``, every uncached view as
+        one Anthropic Message Batch, polled every ``batch_poll_s`` for at most ``batch_timeout_s``;
+        ``max_cost_usd``, the budget (module docstring); ``compress_audit``, ``audit.jsonl.gz``
+        instead of ``audit.jsonl``.
 
-    Raises ``NoValidTurnsError`` (a ``ValueError``) before creating anything when the input holds no
-    valid turn. A segment whose judgement failed is kept as ``status == "unjudged"`` with its error and
-    ``NaN`` scores. Any exception after the folder exists marks the manifest ``failed`` and is re-raised.
+    Returns
+    -------
+    Run
+        The finished run: its folder, manifest, parameters and results table.
+
+    Raises
+    ------
+    TypeError
+        An unknown option, or no judge.
+    ValueError
+        A bad option value, or a budget whose models have no price.
+    NoValidTurnsError
+        The input holds no valid turn (a ``ValueError``), raised before anything is created.
+    RunInterrupted
+        Ctrl-C: what was judged is kept and the manifest is marked ``interrupted``.
+    DiskFullError
+        The disk filled: the manifest is marked ``failed``.
+    Exception
+        Any other error after the folder exists marks the manifest ``failed`` and is re-raised.
     """
     started = utc_now()
     if isinstance(judge, EvaluationOptions):

@@ -36,6 +36,7 @@ _FILE_MODE = 0o644
 
 
 def utc_now() -> datetime:
+    """The current time, timezone-aware, in UTC."""
     return datetime.now(timezone.utc)
 
 
@@ -141,6 +142,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` as UTF-8 to ``path`` atomically (see :func:`atomic_write_bytes`); returns the path."""
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
@@ -180,10 +182,12 @@ def _scrub_nan(value: Any) -> Any:
 
 
 def write_json(path: str | Path, obj: Any) -> Path:
+    """Write ``obj`` as indented JSON, atomically; returns the path."""
     return atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, default=_json_default) + "\n")
 
 
 def write_jsonl(path: str | Path, rows: Iterable[Any]) -> Path:
+    """Write one JSON line per row (a string row is written as it is), atomically; returns the path."""
     lines = [r if isinstance(r, str) else json.dumps(r, ensure_ascii=False, default=_json_default) for r in rows]
     return atomic_write_text(path, "".join(line + "\n" for line in lines))
 

@@ -35,7 +35,7 @@ def audit_path(folder: str | Path) -> Path:
 
 
 def iter_verdicts(folder: str | Path) -> Iterator[JudgeRecord]:
-    """Stream the :class:`~axon_eval.judges.base.JudgeRecord` lines of a run's ``verdicts.jsonl``."""
+    """Stream the :class:`~axon_eval.judges.records.JudgeRecord` lines of a run's ``verdicts.jsonl``."""
     from ..judges.base import JudgeRecord
 
     path = Path(folder) / "verdicts.jsonl"

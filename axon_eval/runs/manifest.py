@@ -2,14 +2,19 @@
 
 Statuses
 --------
-``running``   written first, before any work; a folder left ``running`` was killed hard.
-``complete``  every segment was judged (every sample of it, for a repeated judge).
-``partial``   some segments are unjudged (judge errors, or the cost budget ran out): they are rows with
-              ``status == "unjudged"`` and their reason, never scores of 0.
-``failed``    no segment was judged, the input held no valid turn, or the run raised; what it had is kept.
-``interrupted`` stopped by Ctrl-C: what was judged is kept (results, verdicts, audit), the tokens and cost
-              spent are recorded, and ``counts.planned_segments`` says how many segments the run set out
-              to judge; running the same command again reuses the cached verdicts.
+``running``
+    written first, before any work; a folder left ``running`` was killed hard.
+``complete``
+    every segment was judged (every sample of it, for a repeated judge).
+``partial``
+    some segments are unjudged (judge errors, or the cost budget ran out): they are rows with
+    ``status == "unjudged"`` and their reason, never scores of 0.
+``failed``
+    no segment was judged, the input held no valid turn, or the run raised; what it had is kept.
+``interrupted``
+    stopped by Ctrl-C: what was judged is kept (results, verdicts, audit), the tokens and cost spent are
+    recorded, and ``counts.planned_segments`` says how many segments the run set out to judge; running the
+    same command again reuses the cached verdicts.
 
 A run that failed because its disk filled says so in its error, with the space it needs to finish, and
 ``evaluate --resume`` finishes it once space is freed.
@@ -19,17 +24,17 @@ Spend: ``input_tokens`` ... ``cost_usd`` and ``verdicts_paid`` are the sums of t
 vanishes from the record; a Message Batches run, which writes no journal, records its own sums.
 
 Exit codes (the CLI's ``evaluate``, ``run``, ``rejudge``, ``rerun`` and ``make run`` all use these)
--------------------------------------------------------------------------------------------------
-==  =====================================================================================
-0   ``complete``: every segment judged (invalid input lines allowed unless ``--strict``)
-1   the run or notebook raised (status ``failed`` with the error)
-2   usage error: bad spec, unknown parameter, missing file, ...; nothing was written
-3   ``partial``: some segments unjudged
-4   ``failed`` because no segment was judged
-5   the input holds no valid turn
-6   ``--strict`` and at least one input line is invalid (the run itself may be complete)
-130 ``interrupted`` (Ctrl-C): one line says how much was judged and where the folder is
-==  =====================================================================================
+---------------------------------------------------------------------------------------------------
+===  =====================================================================================
+0    ``complete``: every segment judged (invalid input lines allowed unless ``--strict``)
+1    the run or notebook raised (status ``failed`` with the error)
+2    usage error: bad spec, unknown parameter, missing file, ...; nothing was written
+3    ``partial``: some segments unjudged
+4    ``failed`` because no segment was judged
+5    the input holds no valid turn
+6    ``--strict`` and at least one input line is invalid (the run itself may be complete)
+130  ``interrupted`` (Ctrl-C): one line says how much was judged and where the folder is
+===  =====================================================================================
 """
 
 from __future__ import annotations
@@ -102,7 +107,7 @@ class RunCounts(BaseModel):
 
     @property
     def total(self) -> int:
-        """The segments the run was to judge: ``planned_segments`` when recorded, else ``segments``."""
+        """The segments the run was to judge -- ``planned_segments`` when recorded, else ``segments``."""
         return self.segments if self.planned_segments is None else self.planned_segments
 
 

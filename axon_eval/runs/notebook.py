@@ -68,12 +68,12 @@ KIND_TEXT: dict[str, str] = {"int": "an integer", "number": "a number", "bool": 
                              "any": "any value"}
 #: Parameters naming an input file besides those ending in ``_file``; ``*_run`` names a run folder.
 FILE_PARAMETERS = ("thresholds",)
-#: A notebook defining this parameter grades reference answers: its judge specs are reference judges
-#: (:func:`axon_eval.reference.run.make_judge`), not evaluation judges (:func:`axon_eval.judges.build_judge`).
+#: A notebook defining this parameter grades reference answers -- its judge specs are reference judges
+#: (``axon_eval.reference.make_judge``), not evaluation judges (:func:`axon_eval.judges.registry.build_judge`).
 REFERENCE_MARKER = "questions_file"
-#: Evidence parameters: the file must hold at least one valid turn (else ``NoValidTurnsError``, exit 5).
+#: Evidence parameters -- the file must hold at least one valid turn (else ``NoValidTurnsError``, exit 5).
 EVIDENCE_PARAMETERS = ("turns_file",)
-#: Recorded-response parameters: the file must hold at least one non-blank line.
+#: Recorded-response parameters -- the file must hold at least one non-blank line.
 RESPONSES_PARAMETERS = ("responses_file",)
 
 
@@ -273,7 +273,7 @@ def check_evaluation_judge(spec: str, reference: bool) -> None:
     """The default :data:`JudgeCheck`: build the evaluation judge a spec names (API judges open no connection
     when built), so an unknown spec is a usage error before the kernel starts; a missing API key raises
     ``MissingApiKey`` here too. Reference judges live above the run layer, so a reference notebook's spec
-    is checked only by a caller that passes one (the CLI passes :func:`axon_eval.cli.runs.check_judge`);
+    is checked only by a caller that passes one (the CLI passes ``axon_eval.cli.runs.check_judge``);
     here it is left to the notebook, which raises the same error inside the kernel."""
     if reference:
         return

@@ -88,8 +88,13 @@ class EvaluationOptions(BaseModel):
     def build(cls, options: EvaluationOptions | None = None, **values: Any) -> EvaluationOptions:
         """``options`` (default: every default) with ``values`` laid over it, validated once.
 
-        Raises ``TypeError`` for an unknown name (with the closest valid one) and ``ValueError`` naming
-        the option for a bad value."""
+        Raises
+        ------
+        TypeError
+            An unknown name (the message gives the closest valid one).
+        ValueError
+            A bad value (the message names the option).
+        """
         unknown = sorted(set(values) - set(cls.model_fields))
         if unknown:
             hints = []

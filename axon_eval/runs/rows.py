@@ -155,6 +155,7 @@ def score_pair(item: SegmentItem, record: JudgeRecord, rubric: Rubric) -> tuple[
 
 
 def results_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The results rows as a frame with the results columns in order and their dtypes set."""
     frame = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
     for c in _FLOAT_COLUMNS:
         frame[c] = pd.to_numeric(frame[c], errors="coerce").astype("float64")
@@ -169,6 +170,15 @@ def results_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 def score_all(items: Sequence[SegmentItem], records: Sequence[JudgeRecord], samples: int,
                rubric: Rubric) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """Score every judge record against its segment (``samples`` records per item, in order).
+
+    Returns the results frame and the audit entries, one per record.
+
+    Raises
+    ------
+    RuntimeError
+        A record is not for the segment expected at its position.
+    """
     rows, audit = [], []
     for i, record in enumerate(records):
         item = items[i // samples]

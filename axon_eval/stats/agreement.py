@@ -249,7 +249,7 @@ def label_agreement(results_df: pd.DataFrame, labels_df: pd.DataFrame, *,
 
 
 def results_from_records(records: Sequence[Any], bands: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """``results_df`` from :class:`~axon_eval.judges.base.JudgeRecord` objects (judged ones only).
+    """``results_df`` from :class:`~axon_eval.judges.records.JudgeRecord` objects (judged ones only).
 
     Columns: segment_id, judge_id, the four dimensions (None -> NaN), judge_verdict, explanation and,
     when ``bands`` (segment_id -> band) is given, ``band``.
@@ -271,7 +271,7 @@ def results_from_records(records: Sequence[Any], bands: Mapping[str, str] | None
 
 def measure_heuristic(turns_path: str | Path = "data/turns/sample_turns.jsonl",
                       labels_path: str | Path = "data/turns/labels.csv", rubric: Any = None) -> LabelAgreement:
-    """Judge every segment of ``turns_path`` with :class:`~axon_eval.judges.heuristic.HeuristicJudge`
+    """Judge every segment of ``turns_path`` with ``HeuristicJudge``
     and compare with ``labels_path`` (the figures quoted in the README).
 
     The judge sees only the rendered views; the labels are read here, after judging. ``extra``
@@ -297,13 +297,13 @@ def measure_heuristic(turns_path: str | Path = "data/turns/sample_turns.jsonl",
 # =============================================================================================
 # Judge-to-human calibration: rho, kappa with CIs, strata, rater ceiling, gate, plan
 # =============================================================================================
-#: The publication gate of the technical reference: agreement must reach 0.7 -- here its CI's lower bound.
+#: The publication gate of the technical reference -- agreement must reach 0.7 -- here its CI's lower bound.
 GATE_THRESHOLD = 0.7
-#: Integer codes of the ordered bands (good < partial < poor): what quadratic kappa and alpha read.
+#: Integer codes of the ordered bands (good < partial < poor) -- what quadratic kappa and alpha read.
 BAND_CODES: dict[str, int] = {b: i for i, b in enumerate(BANDS)}
 #: Columns of a tidy human-labels frame (one row per segment and rater), as ``labelling.import_labels`` returns.
 HUMAN_LABEL_COLUMNS: tuple[str, ...] = ("segment_id", "rater", *DIMENSIONS, "verdict", "comment")
-#: Default stratifiers of the labelling design (the technical reference's: band, surface, client).
+#: Default stratifiers of the labelling design (the technical reference's -- band, surface, client).
 DEFAULT_STRATA: tuple[str, ...] = ("band", "surface", "client")
 _GATE_METRICS = ("kappa", "kappa_quadratic", "rho")
 
@@ -677,7 +677,9 @@ def calibration_gate(estimate: Estimate, *, threshold: float = GATE_THRESHOLD) -
 
 # -- sample-size planning --------------------------------------------------------------------------
 def kappa_half_width(kappa: float, n: int, p_e: float, confidence: float = 0.95) -> float:
-    """Half-width ``z * SE`` of a CI on unweighted kappa with Cohen's (1960) large-sample variance::
+    """Half-width ``z * SE`` of a CI on unweighted kappa with Cohen's (1960) large-sample variance.
+
+    The formula::
 
         p_o = kappa + (1 - kappa) * p_e        (the agreement that kappa implies)
         Var(kappa) ~= p_o (1 - p_o) / (n (1 - p_e)^2)
@@ -700,7 +702,9 @@ def kappa_sample_size(kappa: float, half_width: float, *, p_e: float = 1 / 3, co
 
 
 def rho_half_width(rho: float, n: int, confidence: float = 0.95) -> float:
-    """Half-width (on the rho scale) of the Fisher-z CI on Spearman's rho::
+    """Half-width (on the rho scale) of the Fisher-z CI on Spearman's rho.
+
+    The formula::
 
         z = atanh(rho),  SE(z) = sqrt((1 + rho^2 / 2) / (n - 3))     (Bonett and Wright 2000)
         CI = tanh(z -+ z_c SE),  half-width = (upper - lower) / 2

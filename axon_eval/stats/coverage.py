@@ -123,7 +123,7 @@ SMALL_SAMPLE_REPS = 2000
 SRS_UNLABELLED = 2000
 #: Segments of a run in the stratified models.
 STRATIFIED_RUN = 3000
-#: The three intervals of the small-sample table: what is published, and ppi_py's normal PPI++ interval.
+#: The three intervals of the small-sample table -- what is published, and ppi_py's normal PPI++ interval.
 SMALL_SAMPLE_METHODS: tuple[str, ...] = ("ppi", "labels_only", "ppi_py_normal")
 SMALL_SAMPLE_COLUMNS: tuple[str, ...] = ("design", "kind", "n_labelled", "per_stratum", "method", "coverage",
                                          "mean_width", "mean_lam", "n_rep", "simulated")

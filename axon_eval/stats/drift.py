@@ -54,7 +54,7 @@ LOA_Z = 1.96
 
 Decision = Literal["adopt", "hold"]
 
-#: Every threshold a thresholds file must declare: name -> (direction, what is measured, unit).
+#: Every threshold a thresholds file must declare -- name -> (direction, what is measured, unit).
 #: ``max``: the measured figure must be <= the limit; ``min``: >= the limit.
 THRESHOLDS: dict[str, tuple[str, str, str]] = {
     "min_n_compared": ("min", "segments judged by both anchor and candidate", "segments"),

@@ -46,7 +46,7 @@ def one_sided_level(confidence: float) -> float:
 @dataclass(frozen=True)
 class GateCheck:
     """One gated figure: the ``rule`` (``"min"``, ``"max"`` or ``"non-inferiority"``), the ``threshold``
-    (for non-inferiority the margin), the ``estimate`` and its interval ``lo``..``hi``, the ``bound``
+    (for non-inferiority the margin), the ``estimate`` and its interval ``lo`` to ``hi``, the ``bound``
     the decision used (``"lower"`` or ``"upper"``), ``passed``, the interval's ``method`` and ``n``,
     a ``reason`` in words, and a ``note`` every output carries beside the verdict (the interval's own
     note, and the SIMULATED coverage of a human-corrected interval at its n, when the row has them)."""

@@ -62,10 +62,10 @@ from ..rubric import DIMENSIONS, ROW_SAMPLERS, Rubric
 from ..scoring import score_turn
 from ..view import EvidenceView, render_view
 
-#: Horizons of the study: counts only, 5, 10, 20, 50, 200 rows, every row (``None``).
+#: Horizons of the study -- counts only, 5, 10, 20, 50, 200 rows, every row (``None``).
 DEFAULT_HORIZONS: tuple[int | None, ...] = (0, 5, 10, 20, 50, 200, None)
 DEFAULT_SAMPLERS: tuple[str, ...] = ("head", "evidence")
-#: The stated token estimate when no judge record carries token counts: one token per 4 characters.
+#: The stated token estimate when no judge record carries token counts -- one token per 4 characters.
 CHARS_PER_TOKEN_ESTIMATE = 4
 #: Name of the study in ``study.json``.
 STUDY_NAME = "04_row_horizon"

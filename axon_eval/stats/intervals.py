@@ -39,7 +39,7 @@ from ..summaries import check_homogeneous, judged, segment_table, split_caps
 
 #: Default confidence level of every interval (two-sided).
 CONFIDENCE = 0.95
-#: Default significance level of every test: ``1 - CONFIDENCE``.
+#: Default significance level of every test -- ``1 - CONFIDENCE``.
 ALPHA = round(1 - CONFIDENCE, 12)
 #: Default bootstrap replicates. With 2,000 the Monte Carlo error of a 2.5% quantile is about 0.35
 #: percentage points of coverage (Efron & Tibshirani 1993, ch. 19): small beside a run's sampling error.
@@ -54,7 +54,7 @@ _BLOCK_FLOATS = 4_000_000
 #: Multinomial counts per block of :func:`headline_table`'s shared replicates (8 MB of int64).
 _SHARED_BLOCK_COUNTS = 1_000_000
 
-#: A vectorised statistic: ``f(values[n], weights[B, n]) -> estimates[B]`` (weights are the units'
+#: A vectorised statistic -- ``f(values[n], weights[B, n]) -> estimates[B]`` (weights are the units'
 #: multinomial counts; the point estimate is ``f(values, ones[1, n])[0]``).
 Statistic = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -230,13 +230,14 @@ def cluster_bootstrap(values: Sequence[float] | np.ndarray, clusters: Sequence[A
 
 
 # -- every headline of a run ---------------------------------------------------------------------------
-#: The headline figures, in report order: (figure name, kind). ``kind`` is ``"mean"`` or ``"share"``.
+#: The headline figures, in report order -- (figure name, kind). ``kind`` is ``"mean"`` or ``"share"``.
 HEADLINE_FIGURES: tuple[tuple[str, str], ...] = (
     ("mean score", "mean"),
     *((f"share {b}", "share") for b in BANDS),
     ("share capped", "share"),
     *((f"mean {d}", "mean") for d in DIMENSIONS),
 )
+#: The columns of a headline table, one row per headline figure.
 HEADLINE_COLUMNS: tuple[str, ...] = ("figure", "kind", "estimate", "lo", "hi", "n", "n_clusters", "method",
                                      "confidence", "seed", "n_boot", "note")
 

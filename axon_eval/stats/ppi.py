@@ -105,7 +105,7 @@ MIN_LABELLED = 2
 #: Fewest labelled segments for a corrected figure a decision may rest on. A corrected mean at 2 labels
 #: is valid but about 95 points wide, so below this it reads "not informative" rather than a number.
 MIN_INFORMATIVE_LABELS = 5
-#: Labels below which the small-sample rule applies (module docstring): fewer labelled segments in all
+#: Labels below which the small-sample rule applies (module docstring) -- fewer labelled segments in all
 #: -> Student-t interval with ddof = 1; fewer in any stratum -> lam = 1 (not tuned on the same labels).
 SMALL_SAMPLE_LABELLED = 50
 #: ``lam`` of plain PPI, used below :data:`SMALL_SAMPLE_LABELLED` labels per stratum.
@@ -114,7 +114,7 @@ PLAIN_PPI_LAM = 1.0
 SAME_WEIGHT_RTOL = 1e-9
 #: The labelling designs of the SIMULATED coverage record, by key.
 SIMULATED_COVERAGE_DESIGNS: dict[str, str] = {"srs": "simple random sample", "stratified": "stratified, 2 strata"}
-#: A quoted SIMULATED coverage below this is flagged beside the figure: its interval is too narrow there.
+#: A quoted SIMULATED coverage below this is flagged beside the figure -- its interval is too narrow there.
 COVERAGE_WARNING_BELOW = 0.90
 
 
@@ -266,7 +266,7 @@ def ppi_rule(n_labelled: int, w: Any = None, strata: Any = None) -> PPIRule:
 
 @dataclass(frozen=True)
 class PPIResult:
-    """One PPI(++) mean: ``estimate``, its ``se``, the two-sided interval ``lo``..``hi`` at ``confidence``
+    """One PPI(++) mean: ``estimate``, its ``se``, the two-sided interval ``lo`` to ``hi`` at ``confidence``
     (normal, or Student-t with ``df`` degrees of freedom under the small-sample rule), the ``lam`` used,
     the labelled ``n_labelled`` and unlabelled ``n_unlabelled`` counts, whether sample weights were used,
     and the ``rule`` that chose ``lam`` and the interval."""

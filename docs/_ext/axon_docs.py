@@ -248,10 +248,38 @@ def _install_ledger(app: Sphinx) -> None:
             handler.filters.insert(0, ledger)
 
 
+def _resolve_reexport(app: Sphinx, env: Any, node: Any, contnode: nodes.Node) -> nodes.Node | None:
+    """Resolve a reference to a name a module re-exports (``axon_eval.stats.panels.PanelStudy``) to the page
+    of the module that defines it, so a module split keeps every reference to its old place working."""
+    if node.get("refdomain") != "py":
+        return None
+    target = str(node.get("reftarget", ""))
+    module_name, _, name = target.rpartition(".")
+    if not module_name.startswith("axon_eval") or not name:
+        return None
+    import importlib
+
+    try:
+        obj = getattr(importlib.import_module(module_name), name)
+    except (ImportError, AttributeError):
+        return None
+    domain = env.get_domain("py")
+    for candidate in sorted(k for k in domain.objects if k.endswith("." + name) and k != target):
+        home = candidate.rpartition(".")[0]
+        try:
+            same = getattr(importlib.import_module(home), name) is obj
+        except (ImportError, AttributeError):
+            continue
+        if same:
+            return domain.resolve_xref(env, node["refdoc"], app.builder, node["reftype"], candidate, node, contnode)
+    return None
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("evidence-schema", EvidenceSchema)
     app.add_directive("notebook-parameters", NotebookParameters)
     app.add_config_value("axon_docstring_warnings_allowed", 0, "env", int)
     app.connect("builder-inited", _install_ledger)
     app.connect("build-finished", _finish)
+    app.connect("missing-reference", _resolve_reexport)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -25,7 +25,7 @@ MEMBER_COLUMNS: tuple[str, ...] = (
 def members_frame(records: Iterable[Any], rubric: Rubric | None = None) -> pd.DataFrame:
     """Flatten ensemble records to one row per ``(segment_id, sample_index, member)`` (:data:`MEMBER_COLUMNS`).
 
-    ``records``: :class:`~axon_eval.judges.base.JudgeRecord` objects or their dicts (lines of
+    ``records``: :class:`~axon_eval.judges.records.JudgeRecord` objects or their dicts (lines of
     ``verdicts.jsonl``) written by ``ensemble(...)``; ``member`` is the member's position in the spec.
     Scores: the member score the ensemble recorded (its rubric, capped with the view's trajectory
     facts, stored in ``extra``); with ``rubric`` given, every judged member is re-scored from its

@@ -95,7 +95,7 @@ def noise_study_judge(judge: str | None, n_samples: int, *, seed: int = 0) -> No
 def samples_from_results(results: pd.DataFrame, records: Iterable[Any] | None = None) -> pd.DataFrame:
     """The tidy samples table (:data:`SAMPLE_COLUMNS`) of a repeated run: one row per
     ``(segment_id, sample_index)`` from the run's results, with the token counts of ``records`` (the
-    run's :class:`~axon_eval.judges.base.JudgeRecord` objects or ``verdicts.jsonl`` dicts) matched on
+    run's :class:`~axon_eval.judges.records.JudgeRecord` objects or ``verdicts.jsonl`` dicts) matched on
     the same key; tokens are NaN (unknown) without records or when a record does not state them."""
     missing = [c for c in ("segment_id", "sample_index", *DIMENSIONS, "score", "band") if c not in results.columns]
     if missing:

@@ -94,15 +94,22 @@ def weight_sensitivity_summary(results: pd.DataFrame | Segments, rubric: Rubric 
 
     Parameters
     ----------
-    results : a run's results DataFrame (or :class:`Segments`); rows not ``judged`` are excluded and
-        counted; repeated samples need ``aggregate`` (see :func:`segments_from_results`).
-    rubric : nominal weights, caps and bands (default ``axon-v1``).
-    deltas : perturbation sizes ``d`` (weight units): one-at-a-time steps +-d, box ``P_d``.
-    n_samples : uniform draws from each ``P_d``, and Dirichlet draws.
-    seed : base seed; the box draws for ``deltas[i]`` use ``[seed, i]``, the Dirichlet draws
+    results : pandas.DataFrame or Segments
+        A run's results (or :class:`Segments`); rows not ``judged`` are excluded and counted; repeated
+        samples need ``aggregate`` (see :func:`segments_from_results`).
+    rubric : Rubric, optional
+        Nominal weights, caps and bands (default ``axon-v1``).
+    deltas : sequence of float
+        Perturbation sizes ``d`` (weight units): one-at-a-time steps +-d, box ``P_d``.
+    n_samples : int
+        Uniform draws from each ``P_d``, and Dirichlet draws.
+    seed : int
+        Base seed; the box draws for ``deltas[i]`` use ``[seed, i]``, the Dirichlet draws
         ``[seed, len(deltas)]``, Sobol's scrambling ``seed``.
-    sobol_base : Saltelli base sample (power of two; default the largest power of two <= n_samples,
-        at least 64); ``sobol_delta`` : box half-width for Sobol (default ``max(deltas)``).
+    sobol_base : int, optional
+        Saltelli base sample (power of two; default the largest power of two <= n_samples, at least 64).
+    sobol_delta : float, optional
+        Box half-width for Sobol (default ``max(deltas)``).
     """
     rubric = Rubric.default() if rubric is None else rubric
     segs = results if isinstance(results, Segments) else segments_from_results(results, aggregate=aggregate)

@@ -160,18 +160,24 @@ def sweep_weights(segments: Segments | pd.DataFrame, weights: Any, rubric: Rubri
 
     Parameters
     ----------
-    segments : :class:`Segments` or a results DataFrame (see :func:`segments_from_results`).
-    weights : a :class:`WeightDesign`, a DataFrame with the four dimension columns, or a (K, 4) array;
-        every row non-negative and summing to 1.
-    rubric : caps and bands (default ``axon-v1``); its own weights are the nominal vector.
-    rank_correlation : compute Kendall's tau-b per vector (the costliest reduction; NaN otherwise).
-    vectors_per_chunk, n_threads : work split. Each thread scores its chunk one vector at a time in a
-        compiled loop over the segment groups, so memory is O(groups) per thread (about 40 bytes per
-        group) plus the (K, 4) weights and the outputs: K x T is never materialised.
+    segments : Segments or pandas.DataFrame
+        :class:`Segments` or a results frame (see :func:`segments_from_results`).
+    weights : WeightDesign, pandas.DataFrame or numpy.ndarray
+        A :class:`WeightDesign`, a frame with the four dimension columns, or a (K, 4) array; every row
+        non-negative and summing to 1.
+    rubric : Rubric, optional
+        Caps and bands (default ``axon-v1``); its own weights are the nominal vector.
+    rank_correlation : bool
+        Compute Kendall's tau-b per vector (the costliest reduction; NaN otherwise).
+    vectors_per_chunk, n_threads : int, optional
+        The work split. Each thread scores its chunk one vector at a time in a compiled loop over the
+        segment groups, so memory is O(groups) per thread (about 40 bytes per group) plus the (K, 4)
+        weights and the outputs: K x T is never materialised.
 
     Returns
     -------
-    :class:`WeightSweep`; the scores behind it equal ``score_frame(df, rubric.with_weights(w))``.
+    WeightSweep
+        The scores behind it equal ``score_frame(df, rubric.with_weights(w))``.
     """
     rubric = Rubric.default() if rubric is None else rubric
     segs = _as_segments(segments)
