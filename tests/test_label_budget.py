@@ -381,8 +381,10 @@ def test_design_packs_record_inclusion_probabilities(run, design, tmp_path):
         assert np.allclose(probs["inclusion_probability"], 20 / judged)
     with (out / "sheet.csv").open() as fh:
         rows = list(csv.reader(fh))
-    assert rows[0][-1] == "inclusion_probability" and rows[0][:len(labelling.SHEET_COLUMNS)] == list(labelling.SHEET_COLUMNS)
-    assert all(float(r[-1]) == pytest.approx(by_id[r[0]]) for r in rows[1:])
+    # the rater's sheet has the rater's columns only: the probabilities are in design.json
+    assert rows[0] == list(labelling.SHEET_COLUMNS) and [r[0] for r in rows[1:]] == sorted(by_id[by_id > 0].index.intersection(
+        [s["segment_id"] for s in d["segments"]]))
+    assert all(v == "" for r in rows[1:] for v in r[1:])
 
 
 def _fill(sheet: Path, labels: pd.DataFrame) -> None:

@@ -1,4 +1,4 @@
-"""Labelling (issue 13): stratified sample, labelling pack without judge output, validated import, CLI."""
+"""Labelling: stratified sample, labelling pack without judge output, validated import, CLI."""
 
 from __future__ import annotations
 

@@ -64,7 +64,8 @@ def run_labels(run: Run | str | Path, labels: str | Path, *, seed: int = SEED) -
     """Read ``labels`` for ``run``. A folder is a labelling pack: its newest ``*.imported.csv`` (else its
     sheet) and ``design.json`` (design weights ``1/pi``: every design, uniform, stratified or active, and
     every batch). A labels file carrying an ``inclusion_probability`` column gives the weights ``1/pi``
-    itself. A missing file is a ``FileNotFoundError`` naming it.
+    itself; one without it (a pack's sheet, which carries the rater's columns only) takes them from the
+    ``design.json`` beside it. A missing file is a ``FileNotFoundError`` naming it.
 
     A labels file that cannot be decided on raises one
     :class:`~axon_eval.calibration.labelling.LabelsFileError` (a ``ValueError``; one line naming the file
@@ -92,6 +93,9 @@ def run_labels(run: Run | str | Path, labels: str | Path, *, seed: int = SEED) -
     if design is None and column in tidy.columns and len(tidy) and tidy[column].notna().all():
         pi = tidy.groupby("segment_id")[column].first().astype(float)
         design = pd.DataFrame({"segment_id": pi.index, "weight": 1.0 / pi.to_numpy()})
+    elif design is None and not constructed and (path.parent / labelling.DESIGN_FILE).is_file():
+        # a pack's sheet read directly: its probabilities are in the pack's design, never in the sheet
+        design = labelling.design_frame(path.parent / labelling.DESIGN_FILE)[["segment_id", "weight"]]
     human = human_values(tidy, r.results, _rubric(r))
     if human.empty:
         example = ", ".join(sorted(map(str, tidy["segment_id"].unique()))[:3])

@@ -7,21 +7,26 @@
     a sample under an explicit design (:mod:`axon_eval.stats.label_budget`): ``uniform``; ``stratified``
     (``--stratify``, default ``band``; Neyman allocation from ``--labels``, else proportional); ``active``
     (inclusion probabilities proportional to the ``--signal``: ``panel:RUN,RUN``, ``repeat:RUN``,
-    ``column:NAME``, ``model`` or a CSV file). Each segment's inclusion probability is in ``design.json``,
-    the sheet and ``probabilities.csv``. ``--next-batch PACK`` (instead of ``--out``) draws the next batch of
+    ``column:NAME``, ``model``, ``p_not_good[:RUN]`` or ``p_not_good_entropy[:RUN]`` (the fitted offline
+    judge's P(not good) and its entropy, from a run judged by ``heuristic-fitted``) or a CSV file). Each
+    segment's inclusion probability is in ``design.json`` and ``probabilities.csv``, never in the rater's
+    sheet or pages. ``--next-batch PACK`` (instead of ``--out``) draws the next batch of
     a batch-sequential design into PACK: its labels so far refit a ``model`` signal, the new segments go
     to ``sheet-<batch>.csv``, and every segment's weight counts every batch.
-``import-labels SHEET [SHEET ...] [--run RUN] [--out FILE] [--replace]``
+``import-labels SHEET [SHEET ...] [--run RUN] [--design DESIGN] [--out FILE] [--replace]``
     validate filled sheet(s); segment ids are checked against ``--run``'s judged segments, else against
-    the ``design.json`` beside the (first) sheet. Valid rows are written to FILE (default
-    ``sheet.imported.csv`` beside the first sheet: in a pack with several batches, the pack's one labels
-    file, to which a later batch's rows are added); each row keeps its segment's inclusion probability
-    when the pack records it. Every bad row is printed with its line. A (segment, rater) labelled twice
+    the pack's ``design.json`` (``--design``, default the one beside the (first) sheet). Valid rows are
+    written to FILE (default ``sheet.imported.csv`` beside the first sheet: in a pack with several
+    batches, the pack's one labels file, to which a later batch's rows are added); each row gets its
+    segment's inclusion probability and design weight from ``design.json`` (a sheet written before the
+    probabilities moved there may still carry an ``inclusion_probability`` column: it is read, and the
+    design's value replaces it). Every bad row is printed with its line. A (segment, rater) labelled twice
     is a bad row naming both places; with ``--replace`` a later file's row (later on the command line, or
     a sheet imported now over the pack's rows from another sheet) replaces the earlier one and the count
     is said (two rows of one sheet stay bad rows). A file that is not a sheet (empty, binary, other
     columns, a semicolon-separated save) is refused before anything is written.
 ``plan-labels RUN --figure mean_score --half-width 2 (--labels FILE | --correlation 0.6) [--signal SPEC]``
+    (``--signal`` as for ``sample-for-labelling``, ``p_not_good`` among them)
 ``plan-labels RUN_A RUN_B --detect-difference 3 ...``
     the labels the figure needs under each design (labels only, uniform, stratified, active) for the
     interval's half-width to reach the target with 90% assurance (shares as fractions: ``--figure
@@ -96,7 +101,7 @@ def _cmd_sample(args: argparse.Namespace) -> int:
         signal = None
         if args.design == "active":
             if not args.signal:
-                raise ValueError("--design active needs --signal (panel:RUN,RUN, repeat:RUN, column:NAME, model or a CSV file)")
+                raise ValueError(f"--design active needs --signal ({lab.SIGNAL_SPECS})")
             signal = lab.load_signal(args.signal, run, pilot=pilot_res)
         elif args.signal:
             raise ValueError("--signal goes with --design active")
@@ -135,15 +140,16 @@ def _cmd_import(args: argparse.Namespace) -> int:
         known_from_results,
         labels_header,
         merge_pack_labels,
-        with_inclusion,
         write_labels,
     )
     from ..runs import load_run
     from ..runs.io import require_file
 
     sheets = [Path(s) for s in args.sheet]
-    design_path = sheets[0].parent / DESIGN_FILE
+    design_path = Path(args.design) if args.design else sheets[0].parent / DESIGN_FILE
     try:
+        if args.design:
+            require_file(design_path, "design", f"the pack's {DESIGN_FILE}")
         for s in sheets:
             require_file(s, "sheet", "a filled labelling sheet (CSV file)")
             labels_header(s, constructed=False)  # empty, binary or other columns: refused, nothing written
@@ -155,8 +161,10 @@ def _cmd_import(args: argparse.Namespace) -> int:
             known = dict(zip(d["segment_id"], d["answer_captured"].astype(bool), strict=True))
             basis = str(design_path)
         else:
-            raise FileNotFoundError(f"no {DESIGN_FILE} beside {sheets[0]}: pass --run RUN to check the segment ids")
-        labels, problems = import_labels(sheets, known, replace=args.replace)
+            raise FileNotFoundError(f"no {DESIGN_FILE} beside {sheets[0]}: pass --run RUN to check the segment ids "
+                                    f"(and --design PACK/{DESIGN_FILE} for the inclusion probabilities)")
+        labels, problems = import_labels(sheets, known, replace=args.replace,
+                                         design=design_path if design_path.is_file() else None)
         if labels.empty and not problems:
             raise ValueError(f"no label rows in {', '.join(map(str, sheets))}: only a header; nothing was written")
     except (ValueError, FileNotFoundError, KeyError, UnicodeDecodeError) as exc:
@@ -164,11 +172,9 @@ def _cmd_import(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     kept = 0
     replaced = len(labels.attrs.get("replaced", []))
-    if design_path.is_file():
-        labels = with_inclusion(labels, design_path)
     if args.out:
         out = Path(args.out)
-    elif design_path.is_file():
+    elif design_path.is_file() and design_path.parent == sheets[0].parent:
         out = sheets[0].parent / IMPORTED_FILE
         merge = merge_pack_labels(labels, out, sheets, replace=args.replace)
         labels, kept = merge.labels, merge.kept
@@ -184,12 +190,17 @@ def _cmd_import(args: argparse.Namespace) -> int:
                "duplicates": sum(1 for p in problems if p.duplicate_of), "replaced": replaced,
                "checked_against": basis, "written": str(out), "kept_from_other_batches": kept,
                "inclusion_probabilities": bool("inclusion_probability" in labels.columns
-                                               and labels["inclusion_probability"].notna().all())}
+                                               and labels["inclusion_probability"].notna().all()),
+               "inclusion_from": (str(design_path) if design_path.is_file() else
+                                  "the sheet's inclusion_probability column" if "inclusion_probability" in labels.columns
+                                  else None)}
     dups = f" ({summary['duplicates']} a duplicate (segment, rater))" if summary["duplicates"] else ""
     print(json.dumps(summary) if args.json else
           f"{summary['labels']} label row(s) for {summary['segments']} segment(s) by {len(summary['raters'])} "
           f"rater(s); {summary['bad_rows']} bad row(s){dups}; ids checked against {basis}; written to {out}"
           + (f" (with {kept} row(s) of the pack's other batches)" if kept else "")
+          + (f"; inclusion probabilities from {summary['inclusion_from']}" if summary["inclusion_from"] else
+             "; inclusion probabilities unknown (no design.json): the labels read as a simple random sample")
           + (f"; --replace: {replaced} row(s) replaced by a later file's" if args.replace else ""))
     return EXIT_BAD_ROWS if problems else EXIT_OK
 
@@ -266,7 +277,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stratify", default=None,
                    help="comma-separated stratifier columns (default band,surface,client; band with --design)")
     p.add_argument("--signal", default=None,
-                   help="--design active: panel:RUN,RUN | repeat:RUN | column:NAME | model | FILE.csv (segment_id,signal)")
+                   help="--design active: panel:RUN,RUN | repeat:RUN | column:NAME | model | p_not_good[:RUN] | "
+                        "p_not_good_entropy[:RUN] | FILE.csv (segment_id,signal)")
     p.add_argument("--labels", default=None,
                    help="the labels so far (pack folder or labels file): Neyman allocation, a model signal")
     p.add_argument("--seed", type=int, default=0, help="seed of the draw (recorded)")
@@ -279,6 +291,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("import-labels", help="validate filled labelling sheet(s); exit 6 when rows are bad")
     p.add_argument("sheet", nargs="+", help="filled sheet.csv file(s), one per rater or shared")
     p.add_argument("--run", help="run folder whose segment ids are known (default: design.json beside the sheet)")
+    p.add_argument("--design", help="the pack's design.json: the segment ids and each one's inclusion probability "
+                                    "(default: the design.json beside the first sheet)")
     p.add_argument("--out", help="validated labels CSV (default sheet.imported.csv beside the first sheet)")
     p.add_argument("--replace", action="store_true",
                    help="a (segment, rater) labelled in two files: the later file's row (later on the command line; "
@@ -299,7 +313,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--labels", default=None, help="the labels so far (a pack folder or a labels file)")
     p.add_argument("--correlation", type=float, default=None, help="a stated judge-human correlation instead of labels")
     p.add_argument("--signal", default=None,
-                   help="the active design's signal: panel:RUN,RUN | repeat:RUN | column:NAME | model | FILE.csv")
+                   help="the active design's signal: panel:RUN,RUN | repeat:RUN | column:NAME | model | "
+                        "p_not_good[:RUN] | p_not_good_entropy[:RUN] | FILE.csv")
     p.add_argument("--stratify", default=None, help="the stratified design's strata (default: the pack's, else band)")
     p.add_argument("--confidence", type=float, default=None, help="two-sided level (default 0.95)")
     p.add_argument("--seed", type=int, default=0, help="seed of constructed labels' raters, when labels are constructed")
