@@ -355,6 +355,46 @@ def test_lodo_figures_by_hand():
     assert again["auc_p_good_low"].tolist() == lodo_figures(pred, n_boot=50, seed=1)["auc_p_good_low"].tolist()
     goals = goals_met(lodo_figures(pred, n_boot=0))
     assert goals["domain_auc_min"]["domain"] == "b" and not goals["domain_auc_min"]["met"]
+    # no defect column: no equivalent rewrites, so the figure is undefined and its goal not met
+    assert np.isnan(table.loc["pooled", "equivalent_good"]) and not goals["equivalent_good"]["met"]
+
+
+def test_equivalent_rewrites_judged_good_by_hand():
+    pred = pd.DataFrame({
+        "domain": ["a"] * 4 + ["b"] * 4,
+        "segment_id": [f"s{i}" for i in range(8)],
+        "good": [True, True, True, False, True, True, False, True],
+        "label_verdict": ["good", "good", "good", "partial", "good", "good", "partial", "good"],
+        "defect": ["clean", "equivalent_alias", "equivalent_cte", "wrong_table",
+                   "equivalent_count", "clean", "missing_clause", "equivalent_subquery"],
+        "p_good": [0.9, 0.8, 0.3, 0.1, 0.2, 0.9, 0.2, 0.4],
+        "score": [90, 85, 60, 20, 55, 90, 40, 60],
+        "verdict": ["good", "good", "partial", "partial", "partial", "good", "partial", "partial"],
+        "rule_score": [90, 90, 90, 20, 90, 90, 40, 60],
+        "rule_verdict": ["good", "good", "good", "partial", "good", "good", "partial", "partial"],
+    })
+    table = lodo_figures(pred, n_boot=20).set_index("domain")
+    # a: rewrites s1 (good), s2 (partial) -> 1/2; b: s4 (partial) and s7 (partial) -> 0/2; pooled 1/4
+    assert table.loc["a", "n_equivalent"] == 2 and table.loc["a", "equivalent_good"] == 0.5
+    assert table.loc["b", "equivalent_good"] == 0.0 and table.loc["pooled", "equivalent_good"] == 0.25
+    # the rule judge beside on the same rows: s1, s2, s4 good, s7 partial -> 3/4
+    assert table.loc["pooled", "rule_equivalent_good"] == 0.75
+    goals = goals_met(table.reset_index())
+    assert goals["equivalent_good"] == {"value": 0.25, "n": 4, "goal": ">= 0.9", "met": False}
+
+
+def test_the_rule_judge_is_measurable_by_its_own_name():
+    from axon_eval.judges.heuristic import HeuristicJudge
+
+    rules, default = build_judge("heuristic-rules"), build_judge("heuristic")
+    assert type(rules) is HeuristicJudge and rules.judge_id == default.judge_id == "heuristic"
+    assert rules.prompt_version == default.prompt_version
+    assert build_judge("heuristic-rules(lexicon=retail)").judge_id == "heuristic[lexicon=retail]"
+    view = make_view("How many stays did Villa Ceres have in 2024?",
+                     [sql("SELECT COUNT(*) FROM t WHERE y = 2024", ["stays"], [[247]])], "247 stays.")
+    assert rules.judge(view).verdict == default.judge(view).verdict
+    with pytest.raises(ValueError, match="lexicon"):
+        build_judge("heuristic-rules(lexicon=nope)")
 
 
 def test_lodo_never_scores_a_domain_with_its_own_model():
@@ -375,3 +415,48 @@ def test_ablation_rows_and_harmful_families():
     assert table["family"].tolist()[0] == "none" and set(table["family"][1:]) == set(FAMILIES)
     fake = pd.DataFrame({"family": ["none", "x", "y"], "delta_auc_p_good": [0.0, 0.01, -0.05]})
     assert harmful_families(fake) == ["x"]
+
+
+# =============================================================================================
+# The packaged coefficients and the command that writes them
+# =============================================================================================
+def test_packaged_coefficients_were_fitted_on_the_current_default_data():
+    """The judge id carries the coefficient file's hash and the file the hashes of the data it was fitted
+    on: those must be the default labelled sets as they are now (a changed or added set needs a refit)."""
+    from axon_eval.calibration.training import labelled_sets
+
+    model, _ = load_model()
+    recorded = {s["file"]: s["sha256"] for s in model.training["sources"]}
+    current = {}
+    for s in labelled_sets():
+        for path in (s.turns, s.labels):
+            current[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert recorded == current
+    assert set(model.training["domains"]) == {s.domain for s in labelled_sets()}
+    assert model.training["n"] == sum(model.training["domains"].values())
+
+
+def test_fit_heuristic_writes_a_file_whose_hash_is_the_printed_judge_id(tmp_path, capsys):
+    import shutil
+
+    from axon_eval.cli import main
+
+    data = tmp_path / "sets"
+    data.mkdir()
+    for name in ("library", "learning"):
+        for suffix in ("_turns.jsonl", "_labels.csv"):
+            shutil.copy(ROOT / "data" / "turns" / f"{name}{suffix}", data / f"{name}{suffix}")
+    out = tmp_path / "mine.json"
+    assert main(["fit-heuristic", "--data", str(data), "--out", str(out), "--n-boot", "20"]) == 0
+    text = capsys.readouterr().out
+    digest = hashlib.sha256(out.read_bytes()).hexdigest()
+    assert f"judge id: heuristic-fitted[{digest[:10]}]" in text
+    assert "labelled sets: learning (62), library (45); 107 segments" in text
+    # the rule judge beside under its own name, the rewrites' goal, the in-sample figures labelled so
+    assert "heuristic-rules AUC score" in text and "equivalent_good: n/a (n 0)" in text
+    assert "| library (in-sample) |" in text
+    model, _ = load_model(out)
+    assert model.training["domains"] == {"learning": 62, "library": 45}
+    assert {s["file"] for s in model.training["sources"]} == {
+        "learning_turns.jsonl", "learning_labels.csv", "library_turns.jsonl", "library_labels.csv"}
+    assert build_judge(f"heuristic-fitted(file={out})").judge_id == f"heuristic-fitted[{digest[:10]}]"

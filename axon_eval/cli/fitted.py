@@ -5,12 +5,14 @@
     python -m axon_eval fit-heuristic [--data DIR] [--out FILE] [--keep-all-families]
         [--no-validate] [--n-boot N] [--seed S]
 
-Reads every labelled set of ``--data`` (default the repository's ``data/turns``: each
-``<domain>_turns.jsonl`` with its ``<domain>_labels.csv``, and ``sample_turns.jsonl`` with
-``labels.csv``), validates leave-one-domain-out (:func:`axon_eval.stats.lodo.validate`: the ablation,
+Reads every labelled set of ``--data`` (default the repository's ``data/turns`` and ``data/realdb``,
+the sets on real public sample databases: each ``<domain>_turns.jsonl`` with its
+``<domain>_labels.csv``, and ``sample_turns.jsonl`` with ``labels.csv``; a ``--data`` folder is read
+alone), validates leave-one-domain-out (:func:`axon_eval.stats.lodo.validate`: the ablation,
 the families whose out-of-domain contribution is negative dropped unless ``--keep-all-families``, the
-per-domain and pooled table with bootstrap intervals, the rule judge's figures beside, the IN-SAMPLE
-figures beside, the goals), fits the model on all the sets and writes the coefficient file ``--out``
+per-domain and pooled table with bootstrap intervals, the rule judge ``heuristic-rules`` beside on the
+same folds, the IN-SAMPLE figures beside, the goals), fits the model on all the sets and writes the
+coefficient file ``--out``
 (default the packaged file of the ``heuristic-fitted`` judge). The judge id of the written
 coefficients is printed; use them with ``--judge 'heuristic-fitted(file=<FILE>)'``.
 
@@ -36,23 +38,34 @@ def _fmt(value: Any, digits: int = 3) -> str:
 
 
 def _ci(row: Any, name: str) -> str:
+    if name not in row or _fmt(row[name]) == "n/a":
+        return "n/a"
     return f"{_fmt(row[name])} [{_fmt(row[name + '_low'], 2)}, {_fmt(row[name + '_high'], 2)}]"
 
 
 def format_report(report: Any) -> str:
-    """The validation report as plain text: LODO table, goals, ablation, in-sample figures beside."""
-    lines = ["Leave-one-domain-out (fitted on every other domain; 95% bootstrap intervals)",
+    """The validation report as plain text: LODO table, goals, reliability, ablation, in-sample figures beside."""
+    lines = ["Leave-one-domain-out (fitted on every other domain; 95% bootstrap intervals); the rule judge "
+             "heuristic-rules beside on the same folds (not fitted: no P(good), no calibration)",
              "", "| domain | n | good | AUC score | AUC P(good) | verdict kappa | ECE P(good) | good kept "
-             "| rule AUC score | rule kappa | rule good kept |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| rewrites | rewrites judged good | heuristic-rules AUC score | heuristic-rules kappa "
+             "| heuristic-rules good kept | heuristic-rules rewrites judged good |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for _, r in report.table.iterrows():
         lines.append(f"| {r['domain']} | {r['n']} | {r['n_good']} | {_ci(r, 'auc_score')} | {_ci(r, 'auc_p_good')} | "
-                     f"{_ci(r, 'kappa')} | {_ci(r, 'ece')} | {_ci(r, 'good_kept')} | {_fmt(r.get('rule_auc_score'))} | "
-                     f"{_fmt(r.get('rule_kappa'))} | {_fmt(r.get('rule_good_kept'))} |")
+                     f"{_ci(r, 'kappa')} | {_ci(r, 'ece')} | {_ci(r, 'good_kept')} | {r.get('n_equivalent', 0)} | "
+                     f"{_ci(r, 'equivalent_good')} | {_ci(r, 'rule_auc_score')} | {_ci(r, 'rule_kappa')} | "
+                     f"{_ci(r, 'rule_good_kept')} | {_ci(r, 'rule_equivalent_good')} |")
     lines += ["", "Goals (leave-one-domain-out)", ""]
     for name, g in report.goals.items():
-        where = f" ({g['domain']})" if g.get("domain") else ""
+        where = f" ({g['domain']})" if g.get("domain") else f" (n {g['n']})" if "n" in g else ""
         lines.append(f"- {name}: {_fmt(g['value'])}{where}, goal {g['goal']}: {'met' if g['met'] else 'NOT MET'}")
+    lines += ["", "Reliability of P(good), pooled out-of-fold predictions (equal-width bins)", "",
+              "| P(good) bin | n | mean P(good) | share good |", "|---|---|---|---|"]
+    for _, r in report.reliability.iterrows():
+        if r["n"]:
+            lines.append(f"| {r['low']:.1f}-{r['high']:.1f} | {int(r['n'])} | {_fmt(r['mean_p'])} | "
+                         f"{_fmt(r['share_good'])} |")
     lines += ["", "Ablation (each signal family dropped; change in pooled LODO AUC)", "",
               "| family dropped | signals | AUC P(good) | change | AUC score | change |", "|---|---|---|---|---|---|"]
     for _, r in report.ablation.iterrows():
@@ -77,8 +90,8 @@ def _cmd_fit_heuristic(args: argparse.Namespace) -> int:
 
     sets = labelled_sets(args.data)
     if not sets:
-        print(f"error: no labelled set (<domain>_turns.jsonl with <domain>_labels.csv) in {args.data or 'data/turns'}",
-              file=sys.stderr)
+        where = args.data or "data/turns, data/realdb"
+        print(f"error: no labelled set (<domain>_turns.jsonl with <domain>_labels.csv) in {where}", file=sys.stderr)
         return 2
     try:
         frame = training_frame(sets)
@@ -113,7 +126,8 @@ def register(sub: Any) -> None:
     """Add the ``fit-heuristic`` verb to the subparsers ``sub``."""
     p = sub.add_parser("fit-heuristic", help="refit the fitted offline judge and print its validation table",
                        description=plain_help(__doc__ or ""), formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data", default=None, help="folder of labelled sets (default: the repository's data/turns)")
+    p.add_argument("--data", default=None,
+                   help="folder of labelled sets, read alone (default: the repository's data/turns and data/realdb)")
     p.add_argument("--out", default=None, help="coefficient file to write (default: the packaged file)")
     p.add_argument("--keep-all-families", action="store_true",
                    help="keep every signal family, even one whose out-of-domain contribution is negative")

@@ -4,6 +4,8 @@ Valid forms (nest freely)::
 
     heuristic                                   offline deterministic judge (code only)
     heuristic(lexicon=<name>)                   the same with a domain lexicon (sports default, retail, finance, none)
+    heuristic-rules[(lexicon=<name>)]           the rule judge by the name it keeps beside the fitted one (the
+                                                same judge and id as heuristic)
     heuristic-fitted                            OPT-IN candidate: signals plus a small fitted model (packaged
                                                 coefficients; judge id heuristic-fitted[<file hash>])
     heuristic-fitted(file=<path>)               the same with the coefficients of another file (a refit)
@@ -60,6 +62,7 @@ from .base import Judge
 VALID_FORMS = (
     "heuristic",
     "heuristic(lexicon=sports|retail|finance|none)",
+    "heuristic-rules[(lexicon=sports|retail|finance|none)]  (alias of heuristic)",
     "heuristic-fitted[(file=<coefficients.json>)]",
     "anthropic:<model>[@<base_url>][#free_text]  (alias claude:<model>...)",
     "openai:<model>[@<base_url>][#free_text]",
@@ -74,6 +77,9 @@ WRAPPERS = ("repeat", "ensemble", "replay", "noise", "simulate", "prompt")
 _KEYWORD = re.compile(r"([A-Za-z_]\w*)\s*=(?!=)")
 _NAME = re.compile(r"[A-Za-z_]\w*")
 _FITTED_CALL = re.compile(r"heuristic-fitted\s*\((.*)\)", re.S)
+#: The rule judge's second name, kept so that it stays measurable by name beside the fitted judge.
+RULES_ALIAS = "heuristic-rules"
+_RULES_CALL = re.compile(r"heuristic-rules\s*\((.*)\)", re.S)
 
 
 class SpecError(ValueError):
@@ -308,7 +314,7 @@ def _build(node: Leaf | Quoted | Call, spec: str, options: dict[str, Any]) -> Ju
         node = Leaf(node.text)
     if isinstance(node, Leaf):
         text = node.text
-        if text == "heuristic":
+        if text in ("heuristic", RULES_ALIAS):
             from .heuristic import HeuristicJudge  # lazy: written and owned elsewhere
 
             _no_prompt_file(spec, "the heuristic judge", options)
@@ -322,6 +328,9 @@ def _build(node: Leaf | Quoted | Call, spec: str, options: dict[str, Any]) -> Ju
                     or not inner.kwargs["file"].strip()):
                 raise SpecError(spec, "heuristic-fitted() takes only heuristic-fitted(file=<coefficients.json>)")
             return _build_fitted(spec, inner.kwargs["file"].strip(), options)
+        rules = _RULES_CALL.fullmatch(text)
+        if rules is not None:  # heuristic-rules(lexicon=<name>): the same as heuristic(lexicon=<name>)
+            return _build(parse_spec(f"heuristic({rules.group(1)})"), spec, options)
         leaf = parse_api_leaf(text, spec)
         if leaf is not None:
             return _build_api_leaf(leaf, text, spec, options)

@@ -4,19 +4,25 @@ One module per job; each reads only what an :class:`~axon_eval.view.EvidenceView
 SQL text, statuses, shown rows, row counts, tool outputs, answer), never labels, turn ids or
 scenario names.
 
-``lexicon``         word lists (spelled numbers, scale words, measures, units, question-shape,
-                    direction, hedge and absolute wording)
-``text``            ``extract_numbers`` / ``extract_dates`` / ``extract_names`` / ``extract_years``,
-                    sentences, instruction-like text
-``question``        ``profile_question(q)``: entities, years, dates, measures, direction, top-N, ...
-``sql_facts``       ``analyse_sql(sql)``: sqlglot facts about one statement (cached per SQL string)
-``evidence_index``  ``build_evidence(view)``: every value a claim may rest on
-``claims``          ``number_support`` / ``name_supported``: is one claim supported?
-``targeting``       the statement that answers the question and how it targets it
-``segments``        the part of a bundled answer that serves one segment
-``intent`` / ``sql_quality`` / ``relevance`` / ``faithfulness``
-                    the four checks, one subscore each (0-10) plus the findings that explain it
-``judge``           :class:`HeuristicJudge`, the judge the registry builds
+==================== =====================================================================================
+module               job
+==================== =====================================================================================
+``lexicon``          word lists (spelled numbers, scale words, measures, units, question-shape, direction,
+                     hedge and absolute wording)
+``text``             ``extract_numbers`` / ``extract_dates`` / ``extract_names`` / ``extract_years``,
+                     sentences, instruction-like text
+``question``         ``profile_question(q)``: entities, years, dates, measures, direction, top-N, ...
+``sql_facts``        ``analyse_sql(sql)``: sqlglot facts about one statement (cached per SQL string)
+``evidence_index``   ``build_evidence(view)``: every value a claim may rest on
+``claims``           ``number_support`` / ``name_supported``: is one claim supported?
+``periods``          the date and year ranges a statement selects, the bounds and thresholds a question states
+``wording``          how the question's words read in the statement (literals, codes, column words, measures)
+``targeting``        the statement that answers the question and how it targets it
+``segments``         the part of a bundled answer that serves one segment
+``intent`` ...       the four checks (``intent``, ``sql_quality``, ``relevance``, ``faithfulness``), one
+                     subscore each (0-10) plus the findings that explain it
+``judge``            :class:`HeuristicJudge`, the judge the registry builds
+==================== =====================================================================================
 """
 
 from __future__ import annotations
