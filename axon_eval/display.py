@@ -12,7 +12,15 @@ person reads follows the same rules:
 * a missing value (``None``, ``NaN``, ``pd.NA``) reads as :data:`MISSING` (``"n/a"``) or a caller's
   phrase such as ``"not reported"``; never ``None`` or ``nan``;
 * an estimate with its interval reads one way everywhere (:func:`fmt_estimate`): ``"77.5 (72.0 to 82.4)"``,
-  the three numbers with the same decimals; shares ``"64% (54% to 73%)"``.
+  the three numbers with the same decimals; shares ``"64% (54% to 73%)"``; a difference with its sign,
+  ``"-1.70 (-2.61 to -0.80)"``, and a difference of shares in percentage points, ``"+2.1 (-3.1 to +7.4)"``;
+* a value compared with a limit (a gate's bound against its threshold) reads by the same rule, with
+  more digits only when the rule would show two different values alike (:func:`fmt_compared`:
+  ``49.996`` against ``50`` reads ``"49.996"`` and ``"50"``, not ``"50"`` and ``"50"``).
+
+The command line, the HTML pages and the notebooks format every share and every estimate through
+these functions and no other (a test runs every verb that prints figures and checks its output
+against the rule).
 
 Notebooks show every table through :func:`styled`, a pandas ``Styler`` that applies these rules cell by
 cell (shares as percentages, numbers to three significant digits, an estimate and its bounds merged into
@@ -132,23 +140,71 @@ def _needed(values: Iterable[Any], decimals: int) -> int:
     return needed
 
 
-def fmt_estimate(estimate: Any, low: Any, high: Any, *, share: bool = False, digits: int = SIGNIFICANT_DIGITS,
-                 missing: str = MISSING) -> str:
+def _signed(text: str, value: Any) -> str:
+    """``text`` with a ``+`` before a positive value (a value that reads as zero gets no sign)."""
+    return f"+{text}" if float(value) > 0 and text.strip("0.,") != "" else text
+
+
+def fmt_signed(value: Any, *, share: bool = False, digits: int = SIGNIFICANT_DIGITS, missing: str = MISSING) -> str:
+    """A difference with its sign: :func:`fmt_number` with ``+`` before a positive value (``+1.6``,
+    ``-0.58``, ``0``); a difference of shares (``share``) in percentage points, ``0.021 -> "+2.1"`` (the
+    caller names the unit)."""
+    if is_missing(value):
+        return missing
+    x = 100 * float(value) if share else float(value)
+    return _signed(fmt_number(x, digits), x)
+
+
+def fmt_estimate(estimate: Any, low: Any, high: Any, *, share: bool = False, signed: bool = False,
+                 digits: int = SIGNIFICANT_DIGITS, missing: str = MISSING) -> str:
     """An estimate with its interval, the one way every headline reads: ``"77.5 (72.0 to 82.4)"``,
     ``"0.616 (0.486 to 0.739)"``, shares ``"64% (54% to 73%)"``. The three numbers share their decimals
     (:func:`shared_decimals`: ``digits`` significant digits on the largest, then the trailing zeros all
     three share dropped), so ``72`` reads ``72.0`` beside ``82.4`` and ``0.5`` reads ``0.50`` beside
-    ``0.74``; shares are percentages (:func:`fmt_share`). Without an interval only the estimate is shown;
-    a missing estimate reads ``missing``."""
+    ``0.74``; shares are percentages (:func:`fmt_share`). A difference (``signed``) carries its signs,
+    ``"-1.70 (-2.61 to -0.80)"``; a difference of shares (``signed`` and ``share``) reads in percentage
+    points, ``"+2.1 (-3.1 to +7.4)"`` (the caller names the unit). Without an interval only the estimate
+    is shown; a missing estimate reads ``missing``."""
     if is_missing(estimate):
         return missing
-    if share:
+    if share and not signed:
         head = fmt_share(estimate)
         return head if is_missing(low) or is_missing(high) else f"{head} ({fmt_share(low)} to {fmt_share(high)})"
+    scale = 100.0 if share else 1.0
     if is_missing(low) or is_missing(high):
-        return fmt_number(estimate, digits)
-    decimals = _needed((estimate, low, high), shared_decimals((estimate, low, high), digits))
-    return f"{_fixed(estimate, decimals)} ({_fixed(low, decimals)} to {_fixed(high, decimals)})"
+        return fmt_signed(estimate, share=share, digits=digits) if signed else fmt_number(estimate, digits)
+    values = [scale * float(v) for v in (estimate, low, high)]
+    decimals = _needed(values, shared_decimals(values, digits))
+    texts = [_fixed(v, decimals) for v in values]
+    if signed:
+        texts = [_signed(t, v) for t, v in zip(texts, values, strict=True)]
+    return f"{texts[0]} ({texts[1]} to {texts[2]})"
+
+
+def fmt_compared(value: Any, limit: Any, *, share: bool = False, signed: bool = False,
+                 missing: str = MISSING) -> tuple[str, str]:
+    """``value`` and the ``limit`` it is compared with, as text by the rule (:func:`fmt_share` for a
+    share, :func:`fmt_signed` for a difference, else :func:`fmt_number`); when the rule would show two
+    different values alike (``0.4996`` and ``0.5`` both ``"50%"``), both get more decimals, up to three
+    more, until they differ, so a reader sees which side of the limit the value is on."""
+    def text(x: Any, extra: int) -> str:
+        if is_missing(x):
+            return missing
+        if signed:
+            return fmt_signed(x, share=share, digits=SIGNIFICANT_DIGITS + extra)
+        if share:
+            if not extra:
+                return fmt_share(x)
+            return f"{100 * float(x):.{extra}f}".rstrip("0").rstrip(".") + "%"
+        return fmt_number(x, SIGNIFICANT_DIGITS + extra, max_decimals=MAX_DECIMALS + extra)
+
+    shown = (text(value, 0), text(limit, 0))
+    extra = 0
+    while shown[0] == shown[1] and not is_missing(value) and not is_missing(limit) \
+            and float(value) != float(limit) and extra < 3:
+        extra += 1
+        shown = (text(value, extra), text(limit, extra))
+    return shown
 
 
 def fmt_interval(low: Any, high: Any, *, share: bool = False, digits: int = SIGNIFICANT_DIGITS,

@@ -110,3 +110,27 @@ def assert_numbers_for_people(executed: nbformat.NotebookNode) -> None:
     frames = [o.data["text/html"] for c in executed.cells if c.cell_type == "code" for o in c.outputs
               if "text/html" in o.get("data", {}) and 'class="dataframe"' in o.data["text/html"]]
     assert frames == [], "a table shown without axon_eval.display.styled (a raw DataFrame)"
+
+
+def printed_headline(executed: nbformat.NotebookNode, study: str) -> list[str]:
+    """The headline an executed study notebook printed (:func:`axon_eval.runs.study.format_study`): the
+    ``study <name>`` line and the indented lines under it, up to its ``source run`` / ``keys`` lines."""
+    text = "".join(o.get("text", "") for c in executed.cells if c.cell_type == "code" for o in c.outputs
+                   if o.output_type == "stream")
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"study {study}"))
+    out = [lines[start]]
+    for line in lines[start + 1:]:
+        if not line.startswith("  ") or line.startswith(("  source run:", "  keys:")):
+            break
+        out.append(line)
+    return out
+
+
+def assert_headline_says_constructed(executed: nbformat.NotebookNode, study: str) -> None:
+    """On constructed labels the printed headline says CONSTRUCTED on its first line and on every figure,
+    as a simulated study's says SIMULATED."""
+    head, *figures = printed_headline(executed, study)
+    assert head.startswith(f"study {study} (") and "CONSTRUCTED" in head, head
+    assert figures and all(line.strip().startswith(("CONSTRUCTED ", "SIMULATED CONSTRUCTED ")) for line in figures), \
+        figures

@@ -1,9 +1,12 @@
 """README.md and docs/: a short user's guide, no development log, and no stale command.
 
 * Every fenced block whose info string is ``bash runnable`` (README.md and every page under docs/) is
-  executed, offline, in a fresh folder holding the repository's ``data/`` and ``notebooks/``, with the
-  run folders and the verdict cache inside it and no API key (docs/architecture.md, "Runnable command
-  blocks").
+  executed, offline, in a fresh folder holding the repository's ``data/``, ``notebooks/`` and ``.venv``,
+  with the run folders and the verdict cache inside it, no API key and the virtual environment not on
+  ``PATH``: as in a newcomer's fresh shell after ``make run``, the block activates it (``source
+  .venv/bin/activate``) or calls ``.venv/bin/...``, or it fails. A block may leave files only under the
+  folders git ignores for them (``runs/``, ``tmp/``): any other file it writes would mark every later run
+  of a clone ``git_dirty`` (docs/architecture.md, "Runnable command blocks").
 * Every other ``python -m axon_eval ...`` line, in any block or inline code span, is checked without
   running it: the verb and each option exist in the parser, every ``python -m`` module exists, and a
   notebook run names a real notebook, parameter file and parameters.
@@ -293,6 +296,8 @@ def _check(words: list[str], whole: bool = True) -> str | None:
         targets = re.findall(r"^([a-z-]+):", (ROOT / "Makefile").read_text(), re.M)
         bad = [w for w in words[1:] if not w.startswith("-") and "=" not in w and w not in targets]
         return f"no make target(s) {bad}" if bad else None
+    if words[0] == ".venv/bin/axon-eval":
+        return _check_axon_eval(words[1:], whole)
     if words[0] not in ("python", "python3", ".venv/bin/python"):
         return None
     if len(words) >= 3 and words[1] == "-m":
@@ -339,25 +344,80 @@ def test_runnable_blocks_are_bash_and_present():
         assert b.info.split()[0] == "bash", f"{b.id}: a runnable block must be bash, not {b.info!r}"
 
 
+#: What the test folder holds before a block runs, and the folders a block may write into: ``runs/`` and
+#: ``tmp/`` are ignored by git (.gitignore), ``cache/`` is where this test points the verdict cache.
+WORKDIR_GIVEN = {"data", "notebooks", "pyproject.toml", ".venv"}
+WRITABLE = {"runs", "tmp", "cache"}
+#: How a runnable block uses the environment ``make run`` created.
+ACTIVATES = re.compile(r"^\s*(source|\.) \.venv/bin/activate\s*$|\.venv/bin/", re.M)
+
+
 def _workdir(tmp: Path) -> Path:
-    """A folder that looks like the repository to the commands: data/ (linked), notebooks/ (copied, so the
-    notebook runner takes this folder as the repository root) and pyproject.toml (linked)."""
+    """A folder that looks like a fresh clone after ``make run`` to the commands: data/ (linked),
+    notebooks/ (copied, so the notebook runner takes this folder as the repository root), pyproject.toml
+    (linked) and .venv (linked to the environment running the tests)."""
     work = tmp / "work"
     work.mkdir()
     (work / "data").symlink_to(ROOT / "data", target_is_directory=True)
     (work / "pyproject.toml").symlink_to(ROOT / "pyproject.toml")
+    (work / ".venv").symlink_to(Path(sys.prefix), target_is_directory=True)
     shutil.copytree(ROOT / "notebooks", work / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     return work
 
 
+def _outside_venv(entry: str) -> bool:
+    try:
+        return not Path(entry).resolve().is_relative_to(Path(sys.prefix).resolve())
+    except (OSError, ValueError):
+        return True
+
+
 def _environment(work: Path) -> dict[str, str]:
+    """The environment of a newcomer's shell: no API key, no virtual environment on ``PATH`` (so a block
+    that does not activate ``.venv`` fails, as it would for a reader), the run folders and the verdict
+    cache inside the test folder."""
     env = {k: v for k, v in os.environ.items()
-           if not re.search(r"API_KEY|_BASE_URL|KEY_HOSTS", k) and k not in ("AXON_EVAL_RUNS_DIR", "AXON_EVAL_CACHE")}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+           if not re.search(r"API_KEY|_BASE_URL|KEY_HOSTS", k)
+           and k not in ("AXON_EVAL_RUNS_DIR", "AXON_EVAL_CACHE", "VIRTUAL_ENV", "PYTHONHOME")}
+    env["PATH"] = os.pathsep.join(e for e in env.get("PATH", "").split(os.pathsep) if e and _outside_venv(e))
     env["AXON_EVAL_RUNS_DIR"] = str(work / "runs")
     env["AXON_EVAL_CACHE"] = str(work / "cache" / "verdicts.sqlite")
     env["PYTHONUNBUFFERED"] = "1"
     return env
+
+
+def test_every_runnable_block_uses_the_environment_make_run_created():
+    """A reader copies a block into a fresh shell: each activates ``.venv`` before its first command (or
+    calls ``.venv/bin/...``), and the pages say so once (README.md, docs/getting-started.md)."""
+    problems = [b.id for b in runnable_blocks() if not ACTIVATES.search(b.text)]
+    assert not problems, "runnable blocks that do not activate .venv (add `source .venv/bin/activate`):\n" + \
+        "\n".join(problems)
+    for page in (README, DOCS / "getting-started.md"):
+        assert "source .venv/bin/activate" in page.read_text() and ".venv/bin/axon-eval" in page.read_text(), page.name
+
+
+def test_the_folders_the_blocks_write_into_are_ignored_by_git():
+    ignored = (ROOT / ".gitignore").read_text().splitlines()
+    for folder in ("runs", "tmp"):
+        assert any(line.strip().rstrip("/*") == folder for line in ignored), f".gitignore does not ignore {folder}/"
+
+
+def test_the_environment_check_catches_a_block_that_does_not_activate(tmp_path):
+    work = _workdir(tmp_path)
+    env = _environment(work)
+    venv_bin = str(Path(sys.executable).parent)
+    assert venv_bin not in env["PATH"].split(os.pathsep) and "VIRTUAL_ENV" not in env
+    plain = subprocess.run(["bash", "-c", "python -c 'import axon_eval, pandas'"], cwd=work, env=env,
+                           capture_output=True, text=True)
+    activated = subprocess.run(["bash", "-c", "source .venv/bin/activate && python -c 'import axon_eval, pandas'"],
+                               cwd=work, env=env, capture_output=True, text=True)
+    assert plain.returncode != 0, "a block that does not activate .venv still found the package"
+    assert activated.returncode == 0, activated.stderr
+
+
+def _left_behind(work: Path) -> list[str]:
+    """Files a block wrote outside the folders it may write into."""
+    return sorted(str(p.relative_to(work)) for p in work.iterdir() if p.name not in WORKDIR_GIVEN | WRITABLE)
 
 
 @pytest.mark.slow
@@ -378,3 +438,6 @@ def test_runnable_block(block, tmp_path):
         except ProcessLookupError:
             pass
     assert proc.returncode == 0, f"{block.id} exited {proc.returncode}:\n{block.text}\n--- output ---\n{out[-6000:]}"
+    left = _left_behind(work)
+    assert not left, (f"{block.id} wrote {left} into the working tree: write under runs/ or tmp/ (ignored by git), "
+                      "or every later run of a clone is marked git_dirty")

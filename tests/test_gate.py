@@ -91,7 +91,9 @@ def test_gate_prints_each_figure_with_its_interval_and_bound_and_exits_by_the_de
     assert main(["gate", str(base), "--min-mean-score", f"{lo - 0.5:.2f}", "--max-share-poor", f"{hi_poor + 0.01:.3f}",
                  "--n-boot", "500"]) == 0
     out = capsys.readouterr().out
-    assert "gate PASSED" in out and f"{lo:.2f}" in out and "one-sided 97.5% test" in out
+    from axon_eval.display import fmt_number
+
+    assert "gate PASSED" in out and f"lower 97.5% bound {fmt_number(lo)} >= " in out and "one-sided 97.5% test" in out
     assert "intersection-union" in out
     # a threshold between the lower bound and the point estimate fails: the point is never enough
     between = (lo + table.loc["mean score", "estimate"]) / 2
@@ -117,7 +119,7 @@ def test_gate_markdown_and_junit_xml_carry_one_case_per_figure(sample_runs, tmp_
                  "--n-boot", "300"])
     assert code == EXIT_GATE_FAILED
     md = capsys.readouterr().out
-    assert md.startswith("### :x: gate FAILED") and "| figure | estimate | interval |" in md
+    assert md.startswith("### :x: gate FAILED") and "| figure | estimate (interval) |" in md
     assert md.count("| 97 |") == 3  # every gated figure carries its n (the sample's 97 segments)
     assert sum(line.startswith("| ") for line in md.splitlines()) == 1 + 3  # the header row and three figures
     suite = ET.parse(xml_path).getroot().find("testsuite")
@@ -242,7 +244,7 @@ def test_two_agent_versions_are_paired_by_the_question_they_answered(tmp_path, c
                  "--pair-by", "question"]) == 0
     out = capsys.readouterr().out
     assert f"({len(kept)} paired segments, paired by question)" in out
-    assert "no difference detected" in out and "mean score: +0.0 (+0.0 to +0.0)" in out
+    assert "no difference detected" in out and "mean score: 0 (0 to 0)" in out
 
 
 def test_a_regression_gate_on_runs_sharing_fewer_than_two_segments_is_a_usage_error(sample_runs, tmp_path, capsys):

@@ -490,6 +490,11 @@ def test_plan_labels_cli(run, capsys):
                  "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert record["mode"] == "paired" and record["target_half_width"] == pytest.approx(lb.detect_half_width(3.0))
+    # paired with a pilot: both runs' labels of the same pairs (the floor on labelled pairs is read on the way)
+    assert main(["plan-labels", str(run.run_dir), str(run.run_dir), "--detect-difference", "3", "--labels",
+                 str(LABELS), "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["mode"] == "paired" and record["target_half_width"] == pytest.approx(lb.detect_half_width(3.0))
     assert main(["plan-labels", str(run.run_dir), "--half-width", "2"]) == 2  # neither labels nor a correlation
     assert "--labels" in capsys.readouterr().err
     assert main(["plan-labels", str(run.run_dir), "--figure", "share_purple", "--half-width", "0.1",

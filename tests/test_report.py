@@ -593,6 +593,45 @@ def test_the_summary_gives_every_headline_with_its_interval_n_seed_and_what_it_c
     assert not re.search(r">nan<|>None<|\de-\d", summary)
 
 
+def test_the_page_opens_with_the_headline_and_the_cross_check_table_comes_later(sample_run, tmp_path):
+    """The first thing after the title (and any banner) is the band headline, each figure with its interval
+    and n; then the claims sentence, the cross-check (its list closed), provenance and the summary."""
+    from axon_eval.display import fmt_estimate
+
+    page = write_report(sample_run.run_dir, output=tmp_path / "r.html").read_text()
+    body = page[page.index("<body>"):]
+    order = [body.index(mark) for mark in ('<div id="headline">', 'id="claims"', "id='cross-check'",
+                                            "<h2>Provenance</h2>", "<h2>Summary</h2>")]
+    assert order == sorted(order)
+    before = body[: body.index('<div id="headline">')]
+    assert "<table" not in before and "<h2>" not in before
+    headline = body[body.index('<div id="headline">'):body.index("</div>", body.index('<div id="headline">'))]
+    seg = report.segment_table(sample_run.results)
+    seg = seg[seg["status"] == "judged"]
+    est, lo, hi = plain_cluster_bootstrap(seg["score"], seg["turn_id"])  # the independent oracle
+    assert f"<b>mean score {fmt_estimate(est, lo, hi)}, n = 97 segments in 90 turns (95% intervals; turns " \
+           "resampled, seed 0, 2,000 resamples)</b>" in headline
+    bands = []
+    for band in ("good", "partial", "poor"):
+        b_est, b_lo, b_hi = plain_cluster_bootstrap((seg["band"] == band).astype(float), seg["turn_id"])
+        bands.append(f"{band} {fmt_estimate(b_est, b_lo, b_hi, share=True)}")
+    assert f"<b>bands: {', '.join(bands)}</b>" in headline
+    cross = body[body.index("id='cross-check'"):body.index("<h2>Provenance</h2>")]
+    assert "<details id='cross-check-list'><summary>" in cross and "<details id='cross-check-list' open" not in cross
+    assert cross.index("<details id='cross-check-list'>") < cross.index("<table>")
+
+
+def test_a_simulated_judges_headline_says_so_on_every_line(sample_run, tmp_path):
+    folder = copy_run(sample_run.run_dir, tmp_path / "sim", manifest_changes={"judge_id": "noise(sd=1.0,seed=1)[heuristic]"})
+    results = pd.read_parquet(folder / "results")
+    results["judge_id"] = "noise(sd=1.0,seed=1)[heuristic]"
+    results.to_parquet(folder / "results" / "part-00000.parquet", index=False)
+    page = write_report(folder).read_text()
+    headline = page[page.index('<div id="headline">'):page.index("</div>", page.index('<div id="headline">'))]
+    lines = re.findall(r'<p class="headline"><b>([^<]*)</b></p>', headline)
+    assert len(lines) == 2 and all(line.startswith("SIMULATED ") for line in lines), lines
+
+
 def test_one_segment_turns_get_the_wilson_interval_of_statsmodels(sample_run, tmp_path):
     from statsmodels.stats.proportion import proportion_confint
 

@@ -212,6 +212,30 @@ def test_every_image_loads_from_the_lone_file_with_no_network(page, report_alone
     assert requested and all(u == report_alone[0].as_uri() or u.startswith("data:") for u in requested), requested
 
 
+def test_the_page_opens_on_the_headline_and_the_cross_check_list_waits_a_click(page, report_alone):
+    """On the first screen (the browser's own viewport, scrolled to the top): the headline, whole; no row of
+    the cross-check's list is shown until its summary is clicked, and no shown table comes before the headline."""
+    browser, session = page
+    layout = browser.evaluate(session, """
+        (function () {
+          window.scrollTo(0, 0);
+          var h = document.getElementById("headline").getBoundingClientRect();
+          var list = document.getElementById("cross-check-list");
+          var shown = Array.from(document.querySelectorAll("table")).filter(function (t) { return t.checkVisibility(); });
+          var firstTable = shown[0].getBoundingClientRect();
+          return {top: h.top, bottom: h.bottom, viewport: window.innerHeight,
+                  text: document.getElementById("headline").innerText,
+                  listOpen: list === null ? null : list.open,
+                  listRowShown: list === null ? null : list.querySelector("tr").checkVisibility(),
+                  tableTop: firstTable.top};
+        })()""")
+    assert 0 <= layout["top"] < layout["bottom"] <= layout["viewport"], layout
+    judged = int(report_alone[1]["score"].notna().sum())  # the two unjudged segments have no score
+    assert layout["text"].startswith("mean score ") and f"n = {judged} segments in " in layout["text"], layout
+    assert layout["listOpen"] is False and layout["listRowShown"] is False, layout
+    assert layout["tableTop"] >= layout["bottom"], layout
+
+
 def _score_column(browser: Browser, session: str) -> list[tuple[str, str]]:
     return browser.evaluate(session, """
         Array.from(document.querySelector("table.all").tBodies[0].rows).map(function (r) {

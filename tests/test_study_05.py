@@ -14,7 +14,12 @@ import pytest
 
 from axon_eval import runs
 from axon_eval.runs.notebook import check_parameters, load_params_files, notebook_parameters
-from tests.notebook_checks import assert_numbers_for_people, assert_thin_notebook, run_smoke
+from tests.notebook_checks import (
+    assert_headline_says_constructed,
+    assert_numbers_for_people,
+    assert_thin_notebook,
+    run_smoke,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "05_calibration.ipynb"
@@ -69,6 +74,7 @@ def test_smoke_run_writes_the_study(smoke_run):
     assert record["judge_id"] == study["judge_id"] and record["n"] == study["n"]
     assert study["gate"]["n"] == study["n"] and f"n = {study['n']}" in study["gate"]["message"]
     assert study["labels_constructed"] is True and "CONSTRUCTED" in study["labels_note"]
+    assert study["constructed"] is True  # the headline says CONSTRUCTED, as a SIMULATED study's says SIMULATED
     assert study["n_boot"] == 200 and study["labels_file"] == "data/turns/labels.csv"
     assert sum(sum(r.values()) for r in study["confusion"].values()) == study["n"]
     assert study["sample_size_plan"] and study["alpha_raters"]["verdict"]["n_raters"] == 2
@@ -78,6 +84,7 @@ def test_smoke_run_writes_the_study(smoke_run):
     assert any(k.endswith("labels.csv") for k in manifest["input_files"])
     executed = nbformat.read(folder / f"{STUDY}.ipynb", as_version=4)
     assert not [o for c in executed.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert_headline_says_constructed(executed, STUDY)
     page = (folder / f"{STUDY}.html").read_text()
     assert page.count("CONSTRUCTED") >= 5
 

@@ -25,7 +25,12 @@ from axon_eval import runs
 from axon_eval.rubric import DIMENSIONS, Rubric
 from axon_eval.runs.notebook import check_parameters, load_params_files, notebook_parameters
 from axon_eval.stats.recalibration import DO_NOT_ADOPT
-from tests.notebook_checks import assert_numbers_for_people, assert_thin_notebook, run_smoke
+from tests.notebook_checks import (
+    assert_headline_says_constructed,
+    assert_numbers_for_people,
+    assert_thin_notebook,
+    run_smoke,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "07_weight_recalibration.ipynb"
@@ -34,7 +39,7 @@ STUDY = "07_weight_recalibration"
 
 PARAMETERS = {"source_run": None, "labels_file": "data/turns/labels.csv", "n_folds": 5, "seed": 0,
               "write_proposal": True, "run_dir": None}
-ISSUE_KEYS = {"study", "simulated", "source_run", "judge_id", "rubric_id", "labels_file", "n", "n_folds", "seed",
+ISSUE_KEYS = {"study", "simulated", "constructed", "source_run", "judge_id", "rubric_id", "labels_file", "n", "n_folds", "seed",
               "fitted_weights", "cv_kappa", "nominal_weights", "in_sample_kappa", "fabricated_10_10_10_0",
               "least_squares", "ordinal", "proposals", "labels_note", "do_not_adopt", "targets", "base_rubric",
               "n_unlabelled"}
@@ -86,6 +91,7 @@ def test_smoke_run_writes_the_study(smoke_run):
     assert study["judge_id"].startswith("heuristic") and study["rubric_id"] == Rubric.default().id
     assert study["labels_file"] == "data/turns/labels.csv" and study["do_not_adopt"] == DO_NOT_ADOPT
     assert "CONSTRUCTED" in study["labels_note"]
+    assert study["constructed"] is True  # the headline says CONSTRUCTED, as a SIMULATED study's says SIMULATED
     # the source run was evaluated here, under tmp, with the heuristic judge on the whole sample
     source = Path(study["source_run"])
     assert source.is_dir() and source.parent.resolve() == out.resolve()
@@ -120,6 +126,7 @@ def test_smoke_run_writes_the_study(smoke_run):
     assert "data/turns/labels.csv" in manifest["input_files"]
     executed = nbformat.read(folder / f"{STUDY}.ipynb", as_version=4)
     assert not [o for c in executed.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert_headline_says_constructed(executed, STUDY)
     page = (folder / f"{STUDY}.html").read_text()
     assert page.count("do not adopt them") >= 6
 

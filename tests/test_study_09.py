@@ -21,7 +21,13 @@ from axon_eval import runs
 from axon_eval.calibration import labelling
 from axon_eval.runs.notebook import check_parameters, load_params_files, notebook_parameters
 from axon_eval.stats import agreement
-from tests.notebook_checks import assert_numbers_for_people, assert_thin_notebook, markdown_text, run_smoke
+from tests.notebook_checks import (
+    assert_headline_says_constructed,
+    assert_numbers_for_people,
+    assert_thin_notebook,
+    markdown_text,
+    run_smoke,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "09_corrected_estimates.ipynb"
@@ -84,6 +90,8 @@ def test_smoke_run_writes_the_study(smoke_run):
     study = json.loads((folder / "study.json").read_text())
     assert ISSUE_KEYS <= set(study)
     assert study["study"] == STUDY and study["simulated"] is False and study["labels"] == "data/turns/labels.csv"
+    assert study["constructed"] is True  # the headline says CONSTRUCTED, as a SIMULATED study's says SIMULATED
+    assert_headline_says_constructed(nbformat.read(result.notebook_path, as_version=4), STUDY)
     source = runs.load_run(study["source_run"] if Path(study["source_run"]).is_absolute() else ROOT / study["source_run"])
     assert Path(source.run_dir).parent.resolve() == out.resolve()
     res = source.results[source.results["status"] == "judged"]

@@ -1,9 +1,11 @@
 """Reporting: every figure (one module per notebook family, styling in :mod:`.style`) and the HTML report.
 
-Draws and writes what a finished run or study holds; it computes no statistic and judges nothing. Families:
-:mod:`.evaluation` (notebook 01, a run's ``figures/``), :mod:`.sensitivity` (02), :mod:`.noise` (03),
-:mod:`.horizon` (04), :mod:`.calibration` (05), :mod:`.drift` (06), :mod:`.recalibration` (07);
-:mod:`.report` writes ``report.html``, :mod:`.comparison` a comparison folder.
+Draws and writes what a finished run or study holds; it computes no statistic and judges nothing. Families,
+one module each under ``axon_eval.reporting``: ``evaluation`` (notebook 01, a run's ``figures/``),
+``sensitivity`` (02), ``noise`` (03), ``horizon`` (04), ``calibration`` (05), ``drift`` (06),
+``recalibration`` (07), ``estimates`` (09), ``panels`` (10) and ``label_budget`` (11), with the shared
+styling in ``style``. :mod:`axon_eval.reporting.report` writes ``report.html`` (its sections in the
+``report_*`` modules beside it), ``comparison`` a comparison folder.
 """
 
 from .style import (

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..display import fmt_number, fmt_share
+from ..display import fmt_estimate, fmt_number, fmt_share
 from ..rubric import BANDS, DIMENSIONS, Rubric
 from ..stats.intervals import CONFIDENCE, N_BOOT, SEED
 from ..stats.paired import PAIR_BY, PairedComparison
@@ -154,11 +154,11 @@ class RunComparison:
                  f"only in A: {len(self.unmatched_a)}; only in B: {len(self.unmatched_b)}; "
                  f"unjudged in either: {len(self.unjudged)}"]
         if self.mean_delta is not None:
-            ci = (f" ({fmt_share(self.confidence)} CI {signed(self.mean_delta_ci[0])} to "
-                  f"{signed(self.mean_delta_ci[1])})" if self.mean_delta_ci else "")
+            delta = (fmt_estimate(self.mean_delta, *self.mean_delta_ci, signed=True) if self.mean_delta_ci
+                     else signed(self.mean_delta))
             p = "not defined (every delta is 0)" if self.wilcoxon_p is None else p_value(self.wilcoxon_p)
-            unit = " (turns resampled)" if self.mean_delta_ci else ""
-            lines.append(f"mean delta B-A: {signed(self.mean_delta)} points{ci}{unit}; largest |delta| "
+            unit = f" ({fmt_share(self.confidence)} CI, turns resampled)" if self.mean_delta_ci else ""
+            lines.append(f"mean delta B-A: {delta} points{unit}; largest |delta| "
                          f"{fmt_number(self.max_abs_delta, 3, max_decimals=2)}; signed-rank p {p}")
         n_units = self.paired.n_pairs if self.paired is not None else self.n_compared
         share = f" ({fmt_share(self.n_band_changes / n_units)})" if n_units else ""

@@ -12,11 +12,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+from ..display import fmt_estimate
 from ..stats.gate import GateCheck, GateDecision, fmt_figure
 from .io import atomic_write_text
 
 def _value(figure: str, x: float, *, signed: bool = False) -> str:
     return fmt_figure(figure, x, signed=signed)
+
+
+def _estimate(c: GateCheck, difference: bool) -> str:
+    """``77.5 (71.9 to 82.8)``, ``21% (13% to 30%)``, ``+2.1 (-3.1 to +7.4) pp``: one display rule
+    (:func:`axon_eval.display.fmt_estimate`)."""
+    share = c.figure.startswith("share ")
+    text = fmt_estimate(c.estimate, c.lo, c.hi, share=share, signed=difference)
+    return text + (" pp" if share and difference else "")
 
 
 def _threshold(c: GateCheck, difference: bool) -> str:
@@ -26,9 +35,8 @@ def _threshold(c: GateCheck, difference: bool) -> str:
 
 
 def check_line(c: GateCheck, *, difference: bool = False) -> str:
-    """``PASS mean score 78.10 (76.02 to 80.05), lower bound 76.02 >= 75.00``-style line."""
-    est, lo, hi = (_value(c.figure, v, signed=difference) for v in (c.estimate, c.lo, c.hi))
-    line = (f"{'PASS' if c.passed else 'FAIL'}  {c.figure}{' (B - A)' if difference else ''}: {est} ({lo} to {hi}), n = {c.n}; "
+    """``PASS mean score: 78.1 (76.0 to 80.1), n = 97; lower bound vs >= 75: lower 97.5% bound 76.0 >= 75``-style line."""
+    line = (f"{'PASS' if c.passed else 'FAIL'}  {c.figure}{' (B - A)' if difference else ''}: {_estimate(c, difference)}, n = {c.n}; "
             f"{c.bound} bound vs {_threshold(c, difference)}: {c.reason}")
     if c.method:
         line += f" [{c.method}]"
@@ -68,12 +76,11 @@ def markdown_report(decision: GateDecision, subject: str, *, disclosures: Sequen
             f"interval (a one-sided {decision.one_sided:.1%} test)"
             + (", human-corrected (PPI++)" if decision.corrected else "")
             + ". The gate passes only when every check passes, so no multiplicity correction is needed.", "",
-            "| figure | estimate | interval | n | bound used | rule | result | interval method |",
-            "|---|---|---|---|---|---|---|---|"]
+            "| figure | estimate (interval) | n | bound used | rule | result | interval method |",
+            "|---|---|---|---|---|---|---|"]
     for c in decision.checks:
-        est, lo, hi = (_value(c.figure, v, signed=difference) for v in (c.estimate, c.lo, c.hi))
         name = f"{c.figure} (B - A)" if difference else c.figure
-        out.append(f"| {name} | {est} | {lo} to {hi} | {c.n} | {c.bound} {_value(c.figure, c.bound_value, signed=difference)}"
+        out.append(f"| {name} | {_estimate(c, difference)} | {c.n} | {c.bound} {_value(c.figure, c.bound_value, signed=difference)}"
                    f" | {_threshold(c, difference)} | {'pass' if c.passed else '**FAIL**'} | {c.method} |")
     extra = [*(f"{c.figure}: {c.note}" for c in decision.checks if c.note), *decision.notes, *notes]
     if extra:

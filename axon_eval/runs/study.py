@@ -220,15 +220,27 @@ def headline_text(record: Mapping[str, Any], h: Headline) -> str:
     return f"{label}: {text}" + (f", n = {fmt_number(n)} {h.unit}" if n is not None else "")
 
 
+def disclosure_markers(record: Mapping[str, Any]) -> list[str]:
+    """What a study's headline says before its figures: ``SIMULATED`` when its judge was simulated
+    (``"simulated": true``), ``CONSTRUCTED`` when its labels are constructed from seeded defects, not
+    people's (``"constructed": true``, or the older ``"labels_constructed": true``)."""
+    markers = ["SIMULATED"] if record.get("simulated") else []
+    if record.get("constructed") or record.get("labels_constructed"):
+        markers.append("CONSTRUCTED")
+    return markers
+
+
 def study_headlines(record: Mapping[str, Any]) -> list[str]:
     """The headline lines of a ``study.json`` (:data:`STUDY_HEADLINES` of its ``study``), prefixed
-    ``SIMULATED`` when the study says it is; for a study without an entry, its first two numbers."""
+    ``SIMULATED`` when the study says its judge was simulated and ``CONSTRUCTED`` when it says its labels
+    are constructed, not human (:func:`disclosure_markers`); for a study without an entry, its first two
+    numbers."""
     heads = STUDY_HEADLINES.get(str(record.get("study")))
-    prefix = "SIMULATED " if record.get("simulated") else ""
+    prefix = "".join(f"{m} " for m in disclosure_markers(record))
     if heads is None:
         from ..display import fmt_number
 
-        skip = {"study", "simulated", "source_run"}
+        skip = {"study", "simulated", "constructed", "source_run"}
         return [f"{prefix}{k}: {fmt_number(v)}" for k, v in record.items()
                 if k not in skip and isinstance(v, int | float | bool)][:2]
     return [prefix + headline_text(record, h) for h in heads]
@@ -241,7 +253,8 @@ def format_study(study: str | Path | Mapping[str, Any]) -> list[str]:
     import json
 
     record = study if isinstance(study, Mapping) else json.loads(Path(study).read_text(encoding="utf-8"))
-    lines = [f"study {record.get('study')}" + (" (SIMULATED)" if record.get("simulated") else ""),
+    markers = disclosure_markers(record)
+    lines = [f"study {record.get('study')}" + (f" ({', '.join(markers)})" if markers else ""),
              *(f"  {line}" for line in study_headlines(record))]
     if record.get("source_run"):
         lines.append(f"  source run: {record['source_run']}")
@@ -273,23 +286,30 @@ def rubric_name_for(rubric_id: str | None, source_run: str | Path | None = None)
 
 def write_study(run_dir: str | Path, payload: Mapping[str, Any], *, study: str, simulated: bool,
                 source_run: str | Path | None = None, inputs: Iterable[str | Path] = (),
-                judge_id: str | None = None, rubric_id: str | None = None, rubric_name: str | None = None) -> Path:
+                judge_id: str | None = None, rubric_id: str | None = None, rubric_name: str | None = None,
+                constructed: bool | None = None) -> Path:
     """Write ``study.json`` into ``run_dir`` and record the study's provenance in its manifest.
 
     ``payload`` holds the study's headline keys; ``study``, ``simulated`` and ``source_run`` are set here
-    (a payload disagreeing with them is an error, so a label cannot contradict the record). The manifest
-    records the rubric's id and name (``rubric_name``, else :func:`rubric_name_for` the id). Returns the
-    path of ``study.json``.
+    (a payload disagreeing with them is an error, so a label cannot contradict the record), and so is
+    ``constructed`` when given: the study's labels are constructed from seeded defects, not human, and
+    its headline says CONSTRUCTED as a simulated study's says SIMULATED (:func:`study_headlines`; the
+    manifest gets the warning too). The manifest records the rubric's id and name (``rubric_name``, else
+    :func:`rubric_name_for` the id). Returns the path of ``study.json``.
     """
     folder = Path(run_dir)
     root = repository_root()
     source = relative_to_root(source_run, root) if source_run is not None else None
     record = dict(to_jsonable(dict(payload)))
-    for key, value in (("study", study), ("simulated", bool(simulated)), ("source_run", source)):
+    fixed = [("study", study), ("simulated", bool(simulated)), ("source_run", source)]
+    if constructed is not None:
+        fixed.append(("constructed", bool(constructed)))
+    for key, value in fixed:
         if key in record and record[key] != value:
             raise ValueError(f"study payload says {key}={record[key]!r} but the study is {key}={value!r}")
         record[key] = value
     ordered = {"study": record.pop("study"), "simulated": record.pop("simulated"),
+               **({"constructed": record.pop("constructed")} if "constructed" in record else {}),
                "source_run": record.pop("source_run"), **record}
     path = write_json(folder / STUDY_FILE, redact_secrets(ordered))
 
@@ -311,6 +331,9 @@ def write_study(run_dir: str | Path, payload: Mapping[str, Any], *, study: str, 
         or rubric_name_for(m.rubric_id, source_run)
     if simulated and not any("SIMULATED" in w for w in m.warnings):
         m.warnings.append("SIMULATED: this study's judge noise is simulated, not measured on a real judge")
+    if constructed and not any(w.startswith("CONSTRUCTED") for w in m.warnings):
+        m.warnings.append("CONSTRUCTED: this study's labels are constructed from seeded defects, not human "
+                          "judgements; its figures test the machinery, not the judge against people")
     if m.status == "running" and manifest_path.exists() and m.kind == "study" and m.notebook is None:
         m.status, m.ended_at = "complete", iso(utc_now())  # a hand-run study has no runner to finish it
     m.write(folder)

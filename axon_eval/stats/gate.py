@@ -107,13 +107,27 @@ def _finite(x: Any) -> bool:
 
 
 def fmt_figure(figure: str, x: float, *, signed: bool = False) -> str:
-    """A figure's value for people: shares (fractions inside) as percentages, or percentage points
-    when ``signed`` (a difference); the mean score and dimensions in points, two decimals."""
+    """A figure's value for people by the one display rule (:mod:`axon_eval.display`): a share as a
+    percentage (:func:`~axon_eval.display.fmt_share`), or in percentage points ``"+2.1 pp"`` when
+    ``signed`` (a difference); the mean score and dimensions in points, three significant digits."""
+    from ..display import fmt_number, fmt_share, fmt_signed
+
     if x is None or not _finite(x):
         return "n/a"
     if figure.startswith("share "):
-        return f"{100 * x:+.1f} pp" if signed else f"{100 * x:.1f}%"
-    return f"{x:+.2f}" if signed else f"{x:.2f}"
+        return f"{fmt_signed(x, share=True)} pp" if signed else fmt_share(x)
+    return fmt_signed(x) if signed else fmt_number(x)
+
+
+def fmt_figure_against(figure: str, x: float, limit: float, *, signed: bool = False) -> tuple[str, str]:
+    """A bound and the threshold it is compared with, as :func:`fmt_figure` reads them, with more digits
+    only when the rule would show the two alike (:func:`axon_eval.display.fmt_compared`)."""
+    from ..display import fmt_compared
+
+    share = figure.startswith("share ")
+    value, threshold = fmt_compared(x, limit, share=share, signed=signed)
+    unit = " pp" if share and signed else ""
+    return value + unit, threshold + unit
 
 
 def _row(intervals: pd.DataFrame, figure: str) -> pd.Series:
@@ -152,9 +166,9 @@ def threshold_gate(intervals: pd.DataFrame, *, minimums: Mapping[str, float] | N
                 continue
             ok = value >= threshold if rule == "min" else value <= threshold
             sign = (">=" if ok else "<") if rule == "min" else ("<=" if ok else ">")
+            shown, limit_shown = fmt_figure_against(figure, value, threshold)
             checks.append(_check(figure, rule, threshold, row, bound, bool(ok),
-                                 f"{bound} {level:.1%} bound {fmt_figure(figure, value)} {sign} "
-                                 f"{fmt_figure(figure, threshold)}"))
+                                 f"{bound} {level:.1%} bound {shown} {sign} {limit_shown}"))
     return GateDecision(tuple(checks), statistic or "each figure's interval bound", confidence, corrected)
 
 
@@ -177,9 +191,9 @@ def non_inferiority_gate(differences: pd.DataFrame, margins: Mapping[str, float]
                                  f"no interval ({row.get('note', '') or 'not computable'}): cannot show it"))
             continue
         ok = value <= margin if lower_better else value >= -margin
-        limit = fmt_figure(figure, margin if lower_better else -margin, signed=True)
+        shown, limit = fmt_figure_against(figure, value, margin if lower_better else -margin, signed=True)
         sign = ("<=" if ok else ">") if lower_better else (">=" if ok else "<")
-        reason = (f"{bound} {level:.1%} bound of B - A {fmt_figure(figure, value, signed=True)} {sign} {limit}: B "
+        reason = (f"{bound} {level:.1%} bound of B - A {shown} {sign} {limit}: B "
                   + ("is not worse by more than the margin" if ok else "may be worse by more than the margin"))
         checks.append(_check(figure, "non-inferiority", margin, row, bound, bool(ok), reason))
     return GateDecision(tuple(checks), statistic or "the interval of B - A", confidence, corrected)

@@ -30,3 +30,4 @@ from .label_estimators import (batch_weights, DesignEstimate, ht_kernel, ht_lam,
     population_term, stratified_kernel, stratified_lam, stratified_ppi, uniform_ppi, _quantile)  # noqa: F401 - re-exported
 from .label_planner import (correlation_model, DesignPlan, detect_half_width, error_model, LabelPlan, panel_spread,
     pilot_model, plan_labels, WorkingModel)  # noqa: F401 - re-exported
+from .ppi import MIN_LABELLED, PLAIN_PPI_LAM, SMALL_SAMPLE_LABELLED  # noqa: F401 - re-exported (the planner's floors)

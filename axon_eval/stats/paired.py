@@ -269,14 +269,6 @@ def _iv_fields(iv: Interval) -> dict[str, object]:
             "method": iv.method, "seed": iv.seed, "n_boot": iv.n_boot}
 
 
-def _points(share: float) -> str:
-    """A difference of shares in percentage points, signed, 2-3 significant digits (``-0`` reads ``+0.0``)."""
-    if math.isnan(share):
-        return "-"
-    pts = 100 * share + 0.0
-    return f"{pts:+.1f}" if abs(pts) < 10 else f"{pts:+.0f}"
-
-
 def p_text(p: float) -> str:
     """``p = 0.013``, ``p = 0.42`` or ``p < 0.001``: never scientific notation."""
     return "p < 0.001" if p < 0.001 else f"p = {p:.3f}" if p < 0.1 else f"p = {p:.2f}"
@@ -364,18 +356,18 @@ class PairedComparison:
                f"  bands: {bt.name} {p_text(bt.pvalue)}" + (f" ({bt.note})" if bt.note else "")]
         if self.bowker is not None and self.bowker.name != bt.name:
             out.append(f"  band moves balanced (Bowker, df {self.bowker.df:g}): {p_text(self.bowker.pvalue)}")
+        from ..display import fmt_estimate, fmt_signed
+
         st = self.score_test
         out.append(f"  score: signed-rank {p_text(st.pvalue)} ({st.method}, {st.n_nonzero} of {st.n} pairs differ)")
         for r in self.dimensions.itertuples(index=False):
-            diff = "-" if math.isnan(r.mean_difference) else f"{r.mean_difference:+.2f}"
+            diff = "-" if math.isnan(r.mean_difference) else fmt_signed(r.mean_difference)
             out.append(f"  {r.dimension}: mean difference {diff}, Wilcoxon {p_text(r.pvalue)}, Holm-adjusted "
                        f"{p_text(r.p_holm)}")
         for r in self.shares.itertuples(index=False):
-            if r.kind == "share":
-                out.append(f"  {r.figure}: {_points(r.estimate)} percentage points ({_points(r.lo)} to "
-                           f"{_points(r.hi)})")
-            else:
-                out.append(f"  {r.figure}: {r.estimate:+.1f} ({r.lo:+.1f} to {r.hi:+.1f})")
+            share = r.kind == "share"
+            out.append(f"  {r.figure}: {fmt_estimate(r.estimate, r.lo, r.hi, share=share, signed=True)}"
+                       + (" percentage points" if share else ""))
         out.extend(f"  note: {n}" for n in self.notes)
         return out
 

@@ -178,13 +178,16 @@ def simulated_coverage_at(n_labelled: int, kind: str, weighted: bool) -> Coverag
 def coverage_note(n_labelled: int, kind: str, weighted: bool, confidence: float = CONFIDENCE) -> str:
     """One sentence quoting the SIMULATED coverage of a corrected figure's intervals at the nearest n
     (:func:`simulated_coverage_at`), flagged when below :data:`COVERAGE_WARNING_BELOW`."""
+    from ..display import fmt_compared, fmt_share
+
     r = simulated_coverage_at(n_labelled, kind, weighted)
     at = f"n = {r.n_labelled}" + (f", {r.per_stratum} per stratum" if r.per_stratum else "")
     level = "" if math.isclose(confidence, 0.95) else f" (measured for 95% intervals, not {confidence:.0%})"
     text = (f"SIMULATED coverage of the 95% intervals at {at} ({SIMULATED_COVERAGE_DESIGNS[r.design]}, {kind} "
-            f"model; {n_labelled} labelled here): PPI {r.ppi:.1%}, labels only {r.labels_only:.1%}{level}")
+            f"model; {n_labelled} labelled here): PPI {fmt_share(r.ppi)}, labels only {fmt_share(r.labels_only)}{level}")
     if min(r.ppi, r.labels_only) < COVERAGE_WARNING_BELOW:
-        text += f"; below {COVERAGE_WARNING_BELOW:.0%}, the interval is too narrow at this n: label more"
+        lowest, limit = fmt_compared(min(r.ppi, r.labels_only), COVERAGE_WARNING_BELOW, share=True)
+        text += f"; {lowest} is below {limit}, the interval is too narrow at this n: label more"
     return text
 
 

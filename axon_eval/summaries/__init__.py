@@ -229,8 +229,10 @@ def summarise(results: pd.DataFrame, *, invalid: Iterable[Any] = (), rubric: Rub
     }
 
 
-def _share(value: float | None, digits: int = 0) -> str:
-    return "" if value is None else f" ({value:.{digits}%})"
+def _share(value: float | None) -> str:
+    from ..display import fmt_share
+
+    return "" if value is None else f" ({fmt_share(value)})"
 
 
 def format_summary(summary: Mapping[str, Any]) -> str:
@@ -279,10 +281,12 @@ def format_summary(summary: Mapping[str, Any]) -> str:
         lo = summary["lowest"]
         lines.append(f"lowest: {lo['segment_id']} scored {lo['score']:.1f}: {lo['reason']}")
     if summary.get("verdict_agreement") is not None:
-        line = f"judge verdict equals band on {summary['verdict_agreement']:.0%} of judged segments"
+        from ..display import fmt_share
+
+        line = f"judge verdict equals band on {fmt_share(summary['verdict_agreement'])} of judged segments"
         if summary.get("repeated") and summary.get("verdict_agreement_samples") is not None:
             line += (f" (modal verdict vs band of the mean; per sample, on average "
-                     f"{summary['verdict_agreement_samples']:.0%} of a segment's samples)")
+                     f"{fmt_share(summary['verdict_agreement_samples'])} of a segment's samples)")
         lines.append(line)
     lines.extend(cross_check_lines(summary.get("cross_check")))
     lines.append(f"judge: {', '.join(summary['judge_ids']) or '-'}   rubric: {', '.join(summary['rubric_ids']) or '-'}")
