@@ -77,10 +77,11 @@ def test_run_prints_a_study_headline(tmp_path, monkeypatch, capsys):
     kappa, gate = lines_after_run_folder(out)[:2]
     lo, hi = study["kappa_ci"]
     decimals = 3  # three significant digits on a kappa below 1
-    assert kappa == (f"headline:   Cohen's kappa, band vs labels: {study['kappa']:.{decimals}f} "
+    assert study["constructed"] is True  # the smoke run's labels are the bundled constructed ones: said first
+    assert kappa == (f"headline:   CONSTRUCTED Cohen's kappa, band vs labels: {study['kappa']:.{decimals}f} "
                      f"({lo:.{decimals}f} to {hi:.{decimals}f}), n = {study['n']} segments")
-    assert gate == f"{'':12}gate passed (kappa's lower bound >= 0.7): {'yes' if study['gate_passed'] else 'no'}, " \
-                   f"n = {study['n']} segments"
+    assert gate == f"{'':12}CONSTRUCTED gate passed (kappa's lower bound >= 0.7): " \
+                   f"{'yes' if study['gate_passed'] else 'no'}, n = {study['n']} segments"
 
 
 def test_every_study_notebook_has_a_headline_and_each_reads_its_record():

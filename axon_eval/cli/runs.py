@@ -66,7 +66,7 @@ def _usage_error(exc: BaseException) -> int:
     return EXIT_NO_VALID_TURNS if isinstance(exc, NoValidTurnsError) else EXIT_USAGE
 
 
-#: Warnings a run prints itself when it starts (:func:`axon_eval.runs.evaluate.record_git`): not repeated.
+#: Warnings a run prints itself when it starts (:func:`axon_eval.runs.provenance.record_git`): not repeated.
 ANNOUNCED_WARNINGS = ("the working tree is dirty",)
 #: The budget's manifest warning: the summary's budget line says it with the count.
 BUDGET_WARNING = "the max_cost_usd budget"

@@ -2,8 +2,8 @@
 
 :func:`grade_reference` grades a response set (:func:`~.evaluate.grade_responses`) from files and writes
 a run folder with the conventions of :mod:`axon_eval.runs` (:func:`~axon_eval.runs.io.new_run_dir`,
-:class:`~axon_eval.runs.manifest.RunManifest`, :func:`~axon_eval.runs.evaluate.record_git`,
-:func:`~axon_eval.runs.evaluate.fail_run`)::
+:class:`~axon_eval.runs.manifest.RunManifest`, :func:`~axon_eval.runs.provenance.record_git`,
+:func:`~axon_eval.runs.manifest.fail_run`)::
 
     runs/<UTC date>T<time>Z_reference_<judge>/
         manifest.json     kind "reference", name "reference"; status, input hashes, params, git, judge

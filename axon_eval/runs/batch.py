@@ -34,18 +34,17 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..rubric import Rubric
 from ..view import EvidenceView
 from .budget import estimate_view_cost
 from .io import atomic_write_text, iso, utc_now, write_json
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..judges.base import JudgeRecord
-    from .writer import RunWriter, Usage
+    from .writer import Usage
     from .manifest import RunManifest
 
 
@@ -214,17 +213,53 @@ def _record(leaf: Any, view: EvidenceView, sample: int, result: Any, batch_id: s
     return leaf.error_record(view, sample, f"batch request {result.type} (batch {batch_id})", extra=extra)
 
 
-def judge_run_in_batch(judge: Any, chunks: Iterable[tuple[list[Any], list[EvidenceView], int]], writer: RunWriter,
-                       rubric: Rubric, *, cache: Any, folder: Path, manifest: RunManifest, usage: Usage,
-                       poll_interval: float = 30.0, timeout: float = 25 * 3600.0, bar: Any = None,
-                       max_cost_usd: float | None = None) -> None:
-    """Judge every chunk through one resumable Message Batch and write them (module docstring)."""
+def judged_in_batch(judge: Any, chunks: Iterable[tuple[list[Any], list[EvidenceView], int]], *, cache: Any,
+                    folder: Path, manifest: RunManifest, usage: Usage, poll_interval: float = 30.0,
+                    timeout: float = 25 * 3600.0,
+                    max_cost_usd: float | None = None) -> Iterator[tuple[list[Any], list[JudgeRecord], int]]:
+    """Every chunk of ``chunks`` judged through one resumable Message Batch (module docstring).
+
+    Nothing is sent before the first chunk is asked for; then every chunk is read, the batch is
+    resumed or submitted and collected, and the chunks are handed on one by one as ``(items, records,
+    n_turns)``, for :func:`~.judging.score_and_write` to score and write (``usage``, to which it adds
+    each chunk, is read for the spend a budget message reports).
+    """
     from .writer import BUDGET_ERROR
 
     leaf, samples = batch_leaf(judge)
     chunk_list = list(chunks)
     jobs = [(v, s) for _items, views, _n in chunk_list for v in views for s in range(samples)]
     keys = [leaf.cache_key(v, s) for v, s in jobs]
+    ready, over_budget = _collect(leaf, jobs, keys, cache=cache, folder=folder, manifest=manifest, usage=usage,
+                                  poll_interval=poll_interval, timeout=timeout, max_cost_usd=max_cost_usd)
+    k = 0
+    used: set[str] = set()
+    for items, views, n_turns in chunk_list:
+        records = []
+        for view in views:
+            for s in range(samples):
+                key = keys[k]
+                rec = ready.get(key)
+                if rec is None and key in over_budget:
+                    rec = leaf.error_record(view, s, BUDGET_ERROR.format(budget=max_cost_usd, spent=usage.spent))
+                elif rec is None:
+                    rec = leaf.error_record(view, s, "no result for this request in any batch")
+                elif key in used:  # identical views share one request: its cost is counted once
+                    rec = rec.model_copy(update={"segment_id": view.segment_id, "cached": True})
+                elif rec.segment_id != view.segment_id:
+                    rec = rec.model_copy(update={"segment_id": view.segment_id})
+                used.add(key)
+                records.append(rec)
+                k += 1
+        yield items, records, n_turns
+
+
+def _collect(leaf: Any, jobs: Sequence[tuple[EvidenceView, int]], keys: Sequence[str], *, cache: Any, folder: Path,
+             manifest: RunManifest, usage: Usage, poll_interval: float, timeout: float,
+             max_cost_usd: float | None) -> tuple[dict[str, JudgeRecord], set[str]]:
+    """The record of every key of ``jobs`` (``(view, sample)``, keyed by ``keys``) that the verdict cache
+    or a batch holds (:func:`run_batches`: resumed first, the rest submitted within the budget), and the
+    keys the budget left unsent."""
     ready: dict[str, JudgeRecord] = {}
     for (view, _s), key in zip(jobs, keys, strict=True):
         hit = cache.get(key) if cache is not None else None
@@ -264,26 +299,4 @@ def judge_run_in_batch(judge: Any, chunks: Iterable[tuple[list[Any], list[Eviden
                 registry=registry_dir(cache, folder), folder=folder, manifest=manifest,
                 poll_interval=poll_interval, timeout=timeout,
                 select=within_budget if max_cost_usd is not None else None)
-    k = 0
-    used: set[str] = set()
-    for items, views, n_turns in chunk_list:
-        records = []
-        for view in views:
-            for s in range(samples):
-                key = keys[k]
-                rec = ready.get(key)
-                if rec is None and key in over_budget:
-                    rec = leaf.error_record(view, s, BUDGET_ERROR.format(budget=max_cost_usd, spent=usage.spent))
-                elif rec is None:
-                    rec = leaf.error_record(view, s, "no result for this request in any batch")
-                elif key in used:  # identical views share one request: its cost is counted once
-                    rec = rec.model_copy(update={"segment_id": view.segment_id, "cached": True})
-                elif rec.segment_id != view.segment_id:
-                    rec = rec.model_copy(update={"segment_id": view.segment_id})
-                used.add(key)
-                records.append(rec)
-                k += 1
-        usage.add(records)
-        writer.add(items, records, rubric, n_turns)
-        if bar is not None:
-            bar.update(len(views))
+    return ready, over_budget

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..evidence import invalid_lines
 from ..rubric import Rubric
-from .evaluate import evaluate, fail_run, record_git
+from .evaluate import evaluate
 from .io import CACHE_ENV, file_sha256, has_results, iso, new_run_dir, to_jsonable, utc_now, write_json, write_jsonl
 from .load import Run, audit_path, iter_verdicts, load_run
-from .manifest import RunCounts, RunManifest, status_for
+from .manifest import RunCounts, RunManifest, fail_run, status_for
 from .options import DEFAULTS
-from .provenance import package_versions, redact_secrets, relative_to_root, repository_root, resolve_recorded
+from .provenance import package_versions, record_git, redact_secrets, relative_to_root, repository_root, resolve_recorded
 from .rows import SegmentItem
 from .writer import RunWriter
 

@@ -9,8 +9,9 @@ manifest written in its place. :class:`DiskFullError` then names the folder, the
 
 **The verdict cache.** :class:`GuardedCache` is the cache as a run uses it: a read that fails is a miss
 and a write that fails (a full disk, a locked file) is counted, never raised into the judging, so a
-verdict that was paid for is never turned into an unjudged row. The run's own journal (:mod:`.journal`)
-keeps the verdict; the manifest counts the failed writes (``cache_write_failures``) and says so once.
+verdict that was paid for is never turned into an unjudged row. The run's own journal
+(:mod:`~axon_eval.runs.journal`) keeps the verdict; the manifest counts the failed writes
+(``cache_write_failures``) and says so once.
 :func:`open_verdict_cache` opens the cache at a path; a cache that cannot be opened because its disk is
 full or its file is locked is one warning and the run judges without it.
 """
@@ -313,3 +314,14 @@ def open_verdict_cache(path: str | Path) -> tuple[GuardedCache | None, str | Non
         why = "its disk is full" if is_disk_full(exc) else "another process holds its lock"
         return None, (f"the verdict cache {path} could not be opened ({why}: {_reason(exc)}); judged without it "
                       "(this run's journal keeps what it pays for; --no-cache skips the cache)")
+
+
+def note_cache_failures(manifest: Any, cache: Any) -> None:
+    """Record a :class:`GuardedCache`'s failed writes (``cache_write_failures``) and its one warning in
+    ``manifest`` (a :class:`~.manifest.RunManifest`); nothing for no cache or another kind of cache."""
+    if cache is None or not hasattr(cache, "write_failures"):
+        return
+    manifest.cache_write_failures = int(cache.write_failures) or None
+    warning = cache.warning()
+    if warning and warning not in manifest.warnings:
+        manifest.warnings.append(warning)

@@ -6,14 +6,20 @@ rendered as the judge's view; :func:`judge_chunk` judges one chunk through the v
 a budget (before each view is sent, the reported cost so far plus the view's estimate, :mod:`.budget`,
 must stay within ``max_cost_usd``; views beyond it come back as error records with the reason);
 :class:`InFlight` keeps the chunk being judged so an interrupt can keep what finished, and hands every
-judgement to the run's paid journal (:mod:`.journal`) the moment it finishes. With ``stop`` (a partition of
-a partitioned run asked to stop), no further view is sent once ``stop()`` is true: each is an error record
-(:class:`RunStopped`) without a request, while those already sent finish and are kept.
+judgement to the run's paid journal (:mod:`~axon_eval.runs.journal`) the moment it finishes. With
+``stop`` (a partition of a partitioned run asked to stop), no further view is sent once ``stop()`` is
+true: each is an error record (:class:`RunStopped`) without a request, while those already sent finish
+and are kept.
+
+:func:`judged_chunks` is the chunk loop of a run judged in this process (a single-process run, a
+partition): it judges chunk after chunk and hands each on; :func:`score_and_write` is the one writing
+stage of every run, whichever way it was judged (in this process, as a Message Batch, or partition by
+partition): each judged chunk's usage is added up, its rows scored and written.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..evidence import Turn, split_segments, trajectory_facts
@@ -25,6 +31,7 @@ from .writer import BUDGET_ERROR, Usage
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..judges.base import Judge, JudgeRecord
+    from .writer import RunWriter
 
 
 def resolve_judge(judge: Judge | str, rubric: Rubric | None = None) -> Judge:
@@ -174,3 +181,88 @@ def judge_chunk(judge: Judge, views: Sequence[EvidenceView], items: Sequence[Seg
     for view in views[len(allowed):]:
         out.extend(judge.error_record(view, s, message) for s in range(samples))
     return out
+
+
+#: The judgement of one chunk as ``(items, records, n_turns)``, the items one per view, the records
+#: view-major (the judge's samples per view), and the number of turns the chunk holds.
+JudgedChunk = tuple[list[SegmentItem], list["JudgeRecord"], int]
+
+
+class StopRequested(Exception):
+    """Raised by :func:`judged_chunks` when its ``stop()`` is true before a chunk is sent or once it was
+    judged (the chunk's paid verdicts are in the paid journal: a resume serves them)."""
+
+
+def judged_chunks(judge: Judge, chunks: Iterable[tuple[list[SegmentItem], list[EvidenceView], int]], *,
+                  cache: Any, concurrency: int, usage: Usage, max_cost_usd: float | None, inflight: InFlight,
+                  stop: Callable[[], bool] | None = None) -> Iterator[JudgedChunk]:
+    """Each chunk of ``chunks`` (:func:`segment_chunks`) judged by :func:`judge_chunk`, as
+    ``(items, records, n_turns)``.
+
+    The chunk in flight is kept in ``inflight`` while it is judged and cleared once its records are
+    back; the next chunk is judged only when the caller asks for it, so ``usage`` (which the caller adds
+    to, :func:`score_and_write`) holds the spend of every earlier chunk when the budget is checked.
+
+    Parameters
+    ----------
+    judge : Judge
+        The judge of the run.
+    chunks : iterable of tuple
+        ``(items, views, n_turns)`` per chunk.
+    cache : object or None
+        The verdict cache (``get``/``put``), or ``None``.
+    concurrency : int
+        Judgements in flight.
+    usage : Usage
+        The run's running totals (read for the budget).
+    max_cost_usd : float or None
+        The budget, in US dollars (``None``: none).
+    inflight : InFlight
+        Where the chunk being judged is kept (an interrupt keeps what finished).
+    stop : callable, optional
+        A partition asked to stop: :class:`StopRequested` is raised when it returns true before a chunk
+        is sent or after it was judged.
+
+    Yields
+    ------
+    tuple
+        ``(items, records, n_turns)`` of each chunk.
+    """
+    for items, views, n_turns in chunks:
+        if stop is not None and stop():
+            raise StopRequested("the run was asked to stop before this chunk was sent")
+        records = judge_chunk(judge, views, items, cache=cache, concurrency=concurrency, usage=usage,
+                              max_cost_usd=max_cost_usd, inflight=inflight, stop=stop)
+        inflight.clear()
+        if stop is not None and stop():
+            raise StopRequested("the run was asked to stop while this chunk was judged")
+        yield items, records, n_turns
+
+
+def score_and_write(judged: Iterable[JudgedChunk], writer: RunWriter, usage: Usage, rubric: Rubric, *,
+                    after_chunk: Callable[[int], None] | None = None) -> None:
+    """Score and write every judged chunk: the writing stage shared by every way of judging a run.
+
+    For each ``(items, records, n_turns)`` of ``judged``, in order: the records' tokens and cost are
+    added to ``usage`` (a :class:`~.writer.Usage`), the rows are scored and written by ``writer``
+    (:meth:`~.writer.RunWriter.add`), then ``after_chunk(len(items))`` is called (a progress bar, a
+    heartbeat).
+
+    Parameters
+    ----------
+    judged : iterable of tuple
+        ``(items, records, n_turns)`` per chunk, as :func:`judged_chunks` yields them.
+    writer : RunWriter
+        The writer of the run folder (or of one partition).
+    usage : Usage
+        The running totals the records are added to.
+    rubric : Rubric
+        The rubric the rows are scored with.
+    after_chunk : callable, optional
+        Called with the number of segments of each chunk once it is written.
+    """
+    for items, records, n_turns in judged:
+        usage.add(records)
+        writer.add(items, records, rubric, n_turns)
+        if after_chunk is not None:
+            after_chunk(len(items))

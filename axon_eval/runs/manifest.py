@@ -20,8 +20,9 @@ A run that failed because its disk filled says so in its error, with the space i
 ``evaluate --resume`` finishes it once space is freed.
 
 Spend: ``input_tokens`` ... ``cost_usd`` and ``verdicts_paid`` are the sums of the run's paid journals
-(:mod:`.journal`) over every attempt (a run killed, interrupted or failed, then resumed), so no spend
-vanishes from the record; a Message Batches run, which writes no journal, records its own sums.
+(:mod:`~axon_eval.runs.journal`) over every attempt (a run killed, interrupted or failed, then
+resumed), so no spend vanishes from the record; a Message Batches run, which writes no journal, records
+its own sums.
 
 Exit codes (the CLI's ``evaluate``, ``run``, ``rejudge``, ``rerun`` and ``make run`` all use these)
 ---------------------------------------------------------------------------------------------------
@@ -39,13 +40,14 @@ Exit codes (the CLI's ``evaluate``, ``run``, ``rejudge``, ``rerun`` and ``make r
 
 from __future__ import annotations
 
+import contextlib
 import platform
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
-from .io import write_json
+from .io import iso, utc_now, write_json
 from .provenance import redact_secrets
 
 EXIT_OK = 0
@@ -296,3 +298,27 @@ def effective_status(manifest: RunManifest, *, now: Any = None) -> str:
         return "running"
     age = ((now or datetime.now(timezone.utc)) - then).total_seconds()
     return "interrupted" if age > HEARTBEAT_STALE_S else "running"
+
+
+def read_existing_manifest(folder: Path) -> tuple[RunManifest | None, str | None]:
+    """The manifest already in ``folder`` (the notebook runner's, or a study's) and ``None``, or ``None``
+    and a warning saying why it could not be read (it is then replaced, and the run says so); ``(None,
+    None)`` when there is none."""
+    if not (folder / "manifest.json").exists():
+        return None, None
+    try:
+        return RunManifest.read(folder), None
+    except Exception as exc:  # a broken manifest is reported in the one that replaces it, never ignored
+        reason = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ''}"
+        return None, (f"the manifest.json already in {folder.name} could not be read ({reason.strip()}); it was "
+                      "replaced, so what it recorded (the notebook, its parameters) is missing here")
+
+
+def fail_run(folder: Path, manifest: RunManifest, exc: BaseException) -> None:
+    """Mark a run failed, keeping whatever it had (never raises over the original error)."""
+    manifest.status = "failed"
+    manifest.failure = "no_valid_turns" if isinstance(exc, NoValidTurnsError) else "error"
+    manifest.error = redact_secrets(f"{type(exc).__name__}: {exc}".strip())
+    manifest.ended_at = iso(utc_now())
+    with contextlib.suppress(Exception):
+        manifest.write(folder)

@@ -48,10 +48,9 @@ from typing import Any
 
 import yaml
 
-from .evaluate import record_git
 from .io import RUNS_DIR_ENV, atomic_write_text, file_sha256, iso, new_run_dir, to_jsonable, utc_now, write_json
 from .manifest import RunInterrupted, RunManifest, exit_code
-from .provenance import find_repo_root, package_versions, redact_secrets, redact_text, relative_to_root
+from .provenance import find_repo_root, package_versions, record_git, redact_secrets, redact_text, relative_to_root
 
 #: Parameters the runner sets itself (a caller may not pass them).
 RUNNER_PARAMETERS = ("run_dir",)

@@ -2,8 +2,8 @@
 
 A large evidence file is cut into byte ranges on line boundaries (:func:`axon_eval.evidence.plan_byte_ranges`;
 one turn is one line, so a bundled turn's segments never split). Each partition is judged and scored by
-the same code as a single-process run (the chunked judging of :mod:`.evaluate`) and written as its own
-part of the run folder:
+the same code as a single-process run (the chunked judging and the writing of :mod:`.judging`) and
+written as its own part of the run folder:
 
 * ``results/part-<index>.parquet`` (the run's results are the parquet dataset of these parts);
 * ``parts/verdicts-<index>.jsonl`` and ``parts/audit-<index>.jsonl``, merged into the folder's
@@ -27,8 +27,8 @@ corrupt); each journal has exactly one writer, and the driver copies the new ver
 SQLite cache after the run.
 
 **Paid journals.** Every judgement a partition pays for is also appended, the moment it arrives, to
-``parts/paid-<index>.jsonl`` (:mod:`.journal`): a worker killed mid-chunk loses none of them, a resume
-serves them, and the run's recorded spend is their sum over every attempt.
+``parts/paid-<index>.jsonl`` (:mod:`~axon_eval.runs.journal`): a worker killed mid-chunk loses none of
+them, a resume serves them, and the run's recorded spend is their sum over every attempt.
 
 **Stopping.** Ctrl-C on the driver (or a partition that fails) stops the run cleanly
 (:func:`run_partitions`): no partition is handed out any more, the run folder's stop flag
@@ -194,7 +194,7 @@ class JournalCache:
 
 def journal_records(folder: str | Path, index: int) -> list[Any]:
     """The verdict records a partition already wrote (its committed part, the partial file a crash left,
-    and its paid journal, :mod:`.journal`): complete lines only."""
+    and its paid journal, :mod:`~axon_eval.runs.journal`): complete lines only."""
     path = verdicts_part(folder, index)
     out: list[Any] = []
     for candidate in (path, path.with_name(f".{path.name}.partial"), part_journal_path(folder, index)):
@@ -358,10 +358,11 @@ def judge_partition(task: PartitionTask) -> PartitionOutcome:
     """Judge and score one partition and write it as a part of the run folder (module docstring).
 
     The same code as a single-process run: :func:`~.judging.segment_chunks` cuts whole turns into
-    chunks, :func:`~.judging.judge_chunk` judges each through the cache (within the budget
-    allotment), :class:`~.writer.RunWriter` scores and writes. A partition already finished (its record
-    exists) is not judged again: its record is returned with ``kept=True``."""
-    from .judging import judge_chunk, resolve_judge, rubric_sampler, segment_chunks
+    chunks, :func:`~.judging.judged_chunks` judges each through the cache (within the budget
+    allotment), :func:`~.judging.score_and_write` scores and writes them through a
+    :class:`~.writer.RunWriter`. A partition already finished (its record exists) is not judged again:
+    its record is returned with ``kept=True``."""
+    from .judging import StopRequested, judged_chunks, resolve_judge, rubric_sampler, score_and_write, segment_chunks
     from .writer import BUDGET_ERROR, RunWriter, Usage
 
     done = read_outcome(task.folder, task.index)
@@ -393,17 +394,13 @@ def judge_partition(task: PartitionTask) -> PartitionOutcome:
         writer = RunWriter(folder, compress_audit=task.compress_audit, part=task.index)
         chunks = segment_chunks(_partition_turns(task, invalid), task.rubric, task.chunk_size,
                                  rubric_sampler(task.rubric))
-        for items, views, n_turns in chunks:
-            if stop.is_set():
-                writer.abort()
-                return unfinished("stopped")
-            records = judge_chunk(judge, views, items, cache=cache, concurrency=task.concurrency, usage=usage,
-                                   max_cost_usd=task.max_cost_usd, inflight=inflight, stop=stop.is_set)
-            if stop.is_set():  # the chunk's paid verdicts are in the paid journal: a resume serves them
-                writer.abort()
-                return unfinished("stopped")
-            usage.add(records)
-            writer.add(items, records, task.rubric, n_turns)
+        judged = judged_chunks(judge, chunks, cache=cache, concurrency=task.concurrency, usage=usage,
+                               max_cost_usd=task.max_cost_usd, inflight=inflight, stop=stop.is_set)
+        try:
+            score_and_write(judged, writer, usage, task.rubric)
+        except StopRequested:  # the chunk's paid verdicts are in the paid journal: a resume serves them
+            writer.abort()
+            return unfinished("stopped")
         stopped = task.max_cost_usd is not None and writer.budget_errors(BUDGET_ERROR) > 0
         guarded = cache.shared
         outcome = PartitionOutcome(

@@ -11,6 +11,10 @@ the ``dependencies`` of ``pyproject.toml``), plus ``axon_eval`` itself; ``None``
 
 Git: commit, dirty flag and, for a dirty tree, the diff against ``HEAD`` plus the list of untracked files
 (saved as ``git.diff`` in the run folder so the run can be reproduced from the commit and the diff).
+
+Judges: the spec a judge was built from (:func:`judge_label`), what the manifest records of every API
+judge inside it (:func:`judge_provenance`), and the prompt versions it uses that are not the rubric's
+(:func:`prompt_mismatches`).
 """
 
 from __future__ import annotations
@@ -18,13 +22,15 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from collections.abc import Mapping
+import sys
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from ..urls import redact_urls
+from .io import atomic_write_text, to_jsonable
 
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.IGNORECASE)
 _MIN_SECRET_LEN = 8
@@ -183,3 +189,42 @@ def resolve_recorded(recorded: str, *, root: str | Path | None, workdir: str | P
         if base is not None and (Path(base) / p).exists():
             return Path(base) / p
     return (Path(root) / p) if root is not None else p
+
+
+def record_git(folder: Path, manifest: Any, root: Path | None) -> None:
+    """Git commit and dirty flag into ``manifest`` (a :class:`~.manifest.RunManifest`); a dirty tree's
+    diff into ``folder/git.diff`` and a warning (in the manifest and on stderr)."""
+    git = git_info(root, with_diff=True)
+    manifest.git_commit, manifest.git_dirty = git["commit"], git["dirty"]
+    if git.get("dirty") is True:
+        atomic_write_text(folder / "git.diff", git.get("diff") or "")
+        manifest.git_diff = "git.diff"
+        message = (f"the working tree is dirty: results are not reproducible from commit {git['commit'][:12]} "
+                   "alone; its diff is saved as git.diff")
+        manifest.warnings.append(message)
+        print(f"WARNING: {message}", file=sys.stderr)
+
+
+def judge_label(judge: Any) -> str:
+    """The spec a judge was built from, else its id (used in folder names)."""
+    return str(getattr(judge, "spec", None) or judge.judge_id)
+
+
+def judge_provenance(judge: Any) -> list[dict[str, Any]]:
+    """What the manifest records of every API judge inside ``judge``
+    (:func:`axon_eval.judges._llm.judge_provenance`), made JSON-safe and scrubbed of secrets."""
+    from ..judges._llm import judge_provenance as walk
+
+    return [redact_secrets(to_jsonable(entry)) for entry in walk(judge)]
+
+
+def prompt_mismatches(provenance: Sequence[Mapping[str, Any]], rubric: Any) -> list[str]:
+    """The prompt versions (identities ``<name>+<hash>``) in a judge's ``provenance``
+    (:func:`judge_provenance`: one entry per language-model judge inside it) whose name is not the
+    ``prompt_version`` of ``rubric`` (a :class:`~axon_eval.rubric.Rubric`; the free-text form of the
+    rubric's prompt counts as the rubric's; a prompt read from a file, ``file:<stem>``, never does); empty
+    for code judges."""
+    from ..judges.prompt import FREE_TEXT_SUFFIX, prompt_name
+
+    versions = {str(p.get("prompt_version")) for p in provenance if p.get("prompt_version")}
+    return sorted(v for v in versions if prompt_name(v).removesuffix(FREE_TEXT_SUFFIX) != rubric.prompt_version)

@@ -4,9 +4,9 @@ A run folder records everything needed to finish it: the evidence file and its S
 judge spec, the rubric, the options and, for a partitioned run, the partition size. :func:`resume` cuts the
 evidence into the same partitions (:mod:`.partitioned`), keeps every partition already finished, and
 judges the others; a partition cut short serves the verdicts already in its journals (its verdicts, the
-partial file a kill left, and its paid journal, :mod:`.journal`), and every other verdict goes through the
-verdict cache the run recorded (its ``cache_path``, written before the first request), so no verdict is
-paid twice. A single-process run resumes as one partition whose journal is its ``verdicts.jsonl``, its
+partial file a kill left, and its paid journal, :mod:`~axon_eval.runs.journal`), and every other
+verdict goes through the verdict cache the run recorded (its ``cache_path``, written before the first
+request), so no verdict is paid twice. A single-process run resumes as one partition whose journal is its ``verdicts.jsonl``, its
 ``.verdicts.jsonl.partial`` (the only one a SIGKILL leaves) and its ``paid.jsonl``. The resumed manifest's
 tokens and cost are those of every attempt (the paid journals' sums).
 
@@ -20,22 +20,20 @@ A run that is still recorded as ``running`` but whose process is gone is ``inter
 
 from __future__ import annotations
 
-import contextlib
 import os
 from pathlib import Path
 from typing import Any
 
 from ..rubric import Rubric
-from .faults import RESERVE_BYTES, SpaceReserve, folder_bytes, is_disk_full
-from .io import iso, utc_now, write_jsonl
+from .faults import SpaceReserve
+from .io import iso, utc_now
 from .journal import PAID_JOURNAL, complete_lines
 from .load import Run, load_run
 from .manifest import RunManifest, effective_status, mark_alive, status_for
 from .partitioned import PARTS_DIR, connect
 from .provenance import repository_root, resolve_recorded
-
-#: The kinds of run :func:`resume` can finish (an evaluation and a re-judged run).
-RESUMABLE_KINDS = ("evaluate", "rejudge")
+from .stage_end import RESUMABLE_KINDS, close_engine, mark_failed, mark_interrupted
+from .stage_judge import PartitionedJudging, RunState, judge_partitioned
 
 
 #: What a single-process run leaves at the top of its folder that its resume (partition 0) reads back.
@@ -82,17 +80,45 @@ def resume(run_dir: str | Path, *, workers: int | None = None, scheduler: str | 
     Refused (``ValueError``) for a complete run, a run still running, a run that is not an evaluation, a
     Message Batches run (run the same command again: its batch id is recorded and polled), and a run
     whose evidence file changed (``InputChangedError``). ``workers``/``scheduler``/``client`` choose the
-    engine as for :func:`~.evaluate.evaluate` (none: the partitions one after another here)."""
-    from .derive import recorded_evidence
-    from .evaluate import _finished_counts, _interrupted, _judge_partitioned, close_engine, disk_full, fail_run, \
-        resolve_judge
-    from .journal import record_spend
-    from .judging import InFlight
-    from .options import EvaluationOptions
-    from .writer import Usage
-
+    engine as for :func:`~.evaluate.evaluate` (none: the partitions one after another here). It ends as an
+    evaluation does (:mod:`.stage_end`): Ctrl-C marks it interrupted, any other error failed."""
     folder = Path(run_dir)
     manifest = RunManifest.read(folder)
+    previous = _resumable_status(folder, manifest)  # a killed run reads "running" in its manifest: interrupted
+    run = _recorded_run(folder, manifest, workers=workers, scheduler=scheduler, client=client, progress=progress,
+                        cache=cache)
+    try:
+        run.reserve = SpaceReserve(folder)  # room to mark the run failed if the disk fills again
+        manifest.status, manifest.failure, manifest.error, manifest.ended_at = "running", None, None, None
+        mark_alive(manifest)
+        manifest.warnings.append(f"resumed at {iso(utc_now())} (was {previous}): finished partitions kept, the "
+                                 "rest judged again through the journals and the verdict cache")
+        manifest.write(folder)
+        run.engine = connect(workers, scheduler, client)
+        budget_stopped = judge_partitioned(run)
+        manifest.status, manifest.failure = status_for(manifest.counts)
+        if budget_stopped:
+            manifest.warnings.append("the max_cost_usd budget stopped judging; the rest are unjudged rows")
+        manifest.pid, manifest.ended_at = None, iso(utc_now())
+        manifest.write(folder)
+        for name in LEFT_PARTIALS:  # what the killed attempt left at the top is merged now
+            (folder / name).unlink(missing_ok=True)
+        run.reserve.release()
+    except KeyboardInterrupt:
+        raise mark_interrupted(run) from None  # the workers stop first: the manifest is written last
+    except BaseException as exc:
+        full = mark_failed(run, exc)
+        if full is not None:
+            raise full from exc
+        raise
+    finally:
+        close_engine(run.engine)
+    return load_run(folder)
+
+
+def _resumable_status(folder: Path, manifest: RunManifest) -> str:
+    """The status of a run that can resume (:func:`~.manifest.effective_status`); ``ValueError`` for one
+    that cannot (:func:`resume`)."""
     status = effective_status(manifest)
     if status == "complete":
         raise ValueError(f"run {folder} is complete: nothing to resume")
@@ -103,6 +129,17 @@ def resume(run_dir: str | Path, *, workers: int | None = None, scheduler: str | 
         raise ValueError(f"run {folder} is a {manifest.kind!r} run; only {', '.join(RESUMABLE_KINDS)} runs resume")
     if manifest.batch:
         raise ValueError(f"run {folder} sent a Message Batch; run the same command again to resume polling it")
+    return status
+
+
+def _recorded_run(folder: Path, manifest: RunManifest, *, workers: int | None, scheduler: str | None, client: Any,
+                  progress: bool, cache: Any) -> RunState:
+    """The run ``folder`` records, to be judged again partition by partition: its evidence (checked), judge,
+    rubric and options (a single-process run is one partition whose journal is its own files)."""
+    from .derive import recorded_evidence
+    from .judging import resolve_judge
+    from .options import EvaluationOptions
+
     evidence = recorded_evidence(folder, manifest)
     rubric = Rubric.model_validate(manifest.rubric) if manifest.rubric else Rubric.default()
     params = manifest.params or {}
@@ -114,56 +151,11 @@ def resume(run_dir: str | Path, *, workers: int | None = None, scheduler: str | 
     if partition_bytes is None:  # a single-process run: one partition, its verdicts.jsonl the journal
         partition_bytes = evidence.stat().st_size + 1
         _single_process_journal(folder)
-    out = folder.parent
     recorded_cache = _recorded_cache(manifest)
     opts = EvaluationOptions.build(judge=spec, limit=params.get("limit"), concurrency=params.get("concurrency") or 8,
                                    max_cost_usd=manifest.max_cost_usd, partition_bytes=partition_bytes,
                                    progress=progress, cache=cache if cache is not None else (
                                        False if recorded_cache is None else recorded_cache),
                                    workers=workers, scheduler=scheduler, client=client)
-    previous = status  # a killed run reads "running" in its manifest: it was interrupted
-    engine = None
-    reserve = None
-    invalid_list: list[dict[str, Any]] = []
-    try:
-        reserve = SpaceReserve(folder)  # room to mark the run failed if the disk fills again
-        manifest.status, manifest.failure, manifest.error, manifest.ended_at = "running", None, None, None
-        mark_alive(manifest)
-        manifest.warnings.append(f"resumed at {iso(utc_now())} (was {previous}): finished partitions kept, the "
-                                 "rest judged again through the journals and the verdict cache")
-        manifest.write(folder)
-        engine = connect(workers, scheduler, client)
-        budget_stopped = _judge_partitioned(engine, folder, evidence, judge, rubric, manifest, opts, out, invalid_list)
-        manifest.status, manifest.failure = status_for(manifest.counts)
-        if budget_stopped:
-            manifest.warnings.append("the max_cost_usd budget stopped judging; the rest are unjudged rows")
-        manifest.pid, manifest.ended_at = None, iso(utc_now())
-        manifest.write(folder)
-        for name in LEFT_PARTIALS:  # what the killed attempt left at the top is merged now
-            (folder / name).unlink(missing_ok=True)
-        reserve.release()
-    except KeyboardInterrupt:
-        engine = close_engine(engine)  # the workers stop first: the manifest is written last
-        stopped = _interrupted(folder, manifest, None, judge, rubric, InFlight(), Usage(), turn_source=evidence,
-                               limit=params.get("limit"), invalid_list=invalid_list)
-        if reserve is not None:
-            reserve.release()
-        raise stopped from None
-    except BaseException as exc:
-        engine = close_engine(engine)
-        written = max(0, folder_bytes(folder) - (RESERVE_BYTES if reserve is not None else 0))
-        if reserve is not None:
-            reserve.release()
-        with contextlib.suppress(Exception):
-            write_jsonl(folder / "invalid.jsonl", invalid_list)
-        if (folder / PARTS_DIR).is_dir():
-            _finished_counts(folder, manifest)
-        with contextlib.suppress(Exception):
-            record_spend(manifest, folder)
-        if is_disk_full(exc):
-            raise disk_full(folder, manifest, exc, written, evidence, params.get("limit")) from exc
-        fail_run(folder, manifest, exc)
-        raise
-    finally:
-        close_engine(engine)
-    return load_run(folder)
+    return RunState(opts=opts, judge=judge, rubric=rubric, judging=PartitionedJudging(), folder=folder,
+                    out=folder.parent, manifest=manifest, turn_source=evidence, evidence=evidence)
