@@ -79,9 +79,3 @@ html_theme_options = {
 }
 html_static_path: list[str] = []
 html_show_sourcelink = False
-
-# --- the docstring ledger (docs/_ext/axon_docs.py) ---------------------------------------------------
-# Warnings raised by the package's own docstrings are listed in docs/_build/docstring-warnings.txt. The
-# allowance is exactly the number left in modules whose docstrings are being rewritten; a build with more
-# fails. At zero, the ledger goes and every docstring warning fails the build like any other.
-axon_docstring_warnings_allowed = 8

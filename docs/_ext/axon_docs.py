@@ -9,19 +9,18 @@
     The parameters cell of a notebook (its argument, a path from the repository root) as a table: each
     name, its default and the comment beside it, read from the notebook at build time.
 
-The docstring ledger
-    The build runs with warnings as errors. A warning raised by a docstring of the package (reST that
-    docutils cannot parse, a cross-reference to a private or undocumented name) is written to
-    ``_build/docstring-warnings.txt`` instead, and the build fails only when there are more of them than
-    ``axon_docstring_warnings_allowed`` in ``conf.py``: a ceiling that is lowered as docstrings are fixed. Every warning
-    raised by a page of ``docs/`` (a broken link, an unknown reference, a bad table, a page outside the
-    table of contents) fails the build at once.
+Warnings
+    The build runs with warnings as errors, and a warning from a docstring of the package fails it like
+    one from a page of ``docs/``: there is no allowance.
+
+``missing-reference``
+    A reference to a name a module re-exports (a module split into modules of one job each keeps its
+    names) resolves to the page of the module that defines it.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +28,7 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
-from sphinx.util.logging import get_node_location, getLogger
 
-LEDGER = "docstring-warnings.txt"
-logger = getLogger(__name__)
 
 
 Cell = str | tuple[str, str]  # plain text, or ("code", text) for a literal
@@ -186,68 +182,6 @@ class NotebookParameters(SphinxDirective):
         return [_table(None, ["parameter", "default", "meaning"], rows, [20, 25, 55])]
 
 
-def _location_text(app: Sphinx, location: Any) -> str:
-    if isinstance(location, nodes.Node):
-        return get_node_location(location) or ""
-    if isinstance(location, tuple):
-        docname = location[0]
-        return str(app.env.doc2path(docname)) if docname and app.env else ""
-    return str(location or "")
-
-
-class DocstringLedger(logging.Filter):
-    """Keeps warnings raised by the package's docstrings out of the failing count (see the module text)."""
-
-    def __init__(self, app: Sphinx) -> None:
-        super().__init__()
-        self.app = app
-        self.entries: list[str] = []
-        self.generated = str(Path(app.srcdir) / "api" / "generated")
-
-    def is_docstring(self, where: str) -> bool:
-        return "docstring of " in where or where.startswith(self.generated)
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno < logging.WARNING:
-            return True
-        where = _location_text(self.app, getattr(record, "location", None))
-        # autodoc's signatures and bases carry no location: an unresolved name there is the package's
-        unplaced = (not where or where.startswith("<unknown>")) and str(getattr(record, "type", "")) == "ref"
-        if not (self.is_docstring(where) or unplaced):
-            return True
-        try:
-            message = record.getMessage()
-        except (TypeError, ValueError):
-            message = str(record.msg)
-        self.entries.append(" ".join(f"{where or '(a signature)'}: {message}".split()))
-        return False
-
-
-def _finish(app: Sphinx, exception: Exception | None) -> None:
-    ledger: DocstringLedger = getattr(app, "axon_docstring_ledger", None)
-    if exception is not None or ledger is None:
-        return
-    entries = sorted(set(ledger.entries))
-    out = Path(app.outdir).parent / LEDGER
-    out.write_text("".join(f"{e}\n" for e in entries))
-    allowed = app.config.axon_docstring_warnings_allowed
-    if len(entries) > allowed:
-        logger.warning("%d warnings from the package's docstrings, more than the %d allowed "
-                       "(axon_docstring_warnings_allowed in docs/conf.py); the list is in %s",
-                       len(entries), allowed, out)
-    else:
-        logger.info("docstring ledger: %d warning(s) from the package's docstrings (at most %d allowed), "
-                    "listed in %s", len(entries), allowed, out)
-
-
-def _install_ledger(app: Sphinx) -> None:
-    ledger = DocstringLedger(app)
-    app.axon_docstring_ledger = ledger  # type: ignore[attr-defined]
-    for handler in logging.getLogger("sphinx").handlers:
-        if type(handler).__name__ == "WarningStreamHandler":
-            handler.filters.insert(0, ledger)
-
-
 def _resolve_reexport(app: Sphinx, env: Any, node: Any, contnode: nodes.Node) -> nodes.Node | None:
     """Resolve a reference to a name a module re-exports (``axon_eval.stats.panels.PanelStudy``) to the page
     of the module that defines it, so a module split keeps every reference to its old place working."""
@@ -278,8 +212,5 @@ def _resolve_reexport(app: Sphinx, env: Any, node: Any, contnode: nodes.Node) ->
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("evidence-schema", EvidenceSchema)
     app.add_directive("notebook-parameters", NotebookParameters)
-    app.add_config_value("axon_docstring_warnings_allowed", 0, "env", int)
-    app.connect("builder-inited", _install_ledger)
-    app.connect("build-finished", _finish)
     app.connect("missing-reference", _resolve_reexport)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
