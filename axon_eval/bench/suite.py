@@ -63,6 +63,7 @@ EXTERNAL_SECTIONS = {
     "gate_error": ("axon_eval.bench.gate_error", "bench_gate_error"),  # SIMULATED one-sided error of every gate rule
     "fitted_judge": ("axon_eval.bench.fitted_judge", "bench_fitted_judge"),  # opt-in fitted judge: LODO table, speed
     "faults": ("axon_eval.bench.faults", "bench_faults"),  # runs SIGKILLed at five moments: re-paid, lost, spend
+    "studio": ("axon_eval.bench.studio", "bench_studio"),  # labelling studio: ready, page and save p99, status
 }
 
 

@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from . import compare, drift, evidence, fitted, importers, labelling, reference, runs, trend
+from . import compare, drift, evidence, fitted, importers, labelling, reference, runs, studio, trend
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -31,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.register(sub)  # compare, gate (decisions on interval bounds)
     drift.register(sub)  # anchor, drift (judge change control)
     labelling.register(sub)  # sample-for-labelling, import-labels
+    studio.register(sub)  # label init|serve|status|review|export (the labelling studio)
     trend.register(sub)  # trend (headline figures per run through DuckDB)
     importers.register(sub)  # import-traces, export-otlp
     reference.register(sub)  # grade-reference
