@@ -317,6 +317,92 @@ def test_request_guard(canaried):
         app.stop()
 
 
+def test_review_mode_needs_the_token_and_shows_no_judge_before_the_reviewers_own_label(run, tmp_path):
+    pack, canaries = canary_pack(run, tmp_path)
+    init_pack(pack, ["r1", "r2", "r3"], 4, 0)
+    typed: dict[tuple[str, str], dict] = {}
+    for rater, verdict, value in (("r2", "poor", 1), ("r3", "good", 9)):
+        s = RaterSession(pack, rater)
+        for i in range(len(s.queue)):
+            body = {**label_body(s.item(i), f"{rater}-lab-{i:04d}", verdict, value), "comment": f"note of {rater} {i}"}
+            s.save(body)
+            typed[(body["segment_id"], rater)] = body
+        s.close()
+    app = StudioApp.for_review(pack, "r1", port=0)
+    app.start()
+    adjudicated, reveals = pack / "labels" / "adjudicated.jsonl", pack / "labels" / "reveals.jsonl"
+    try:
+        # the same guard as the rater's server: the token on every call, the Host checked
+        for path, body in (("/api/session", None), ("/api/item/0", None), ("/api/judge", {"position": 0}),
+                           ("/api/label", {"id": "x" * 10, "position": 0})):
+            assert fetch(app, path, body, token="wrong")[0] == 401
+            assert fetch(app, path, body, token="")[0] == 401
+        assert fetch(app, "/api/session", Host="attacker.example:80")[0] == 403
+        assert fetch(app, "/api/judge", b"{}", **{"Content-Type": "text/plain"})[0] == 415
+        assert not adjudicated.read_text() and not reveals.read_text()
+        status, page, headers = fetch(app, "/")
+        assert status == 200 and "/static/review.js" in page and "script-src 'self'" in headers["Content-Security-Policy"]
+        bodies = [page, fetch(app, "/api/session")[1], *(fetch(app, f"/static/{n}")[1] for n in STATIC_FILES)]
+        state = json.loads(bodies[1])
+        overlap = json.loads((pack / "assignment.json").read_text())["overlap"]
+        assert state["progress"]["total"] == len(overlap) == 4  # every overlap segment: poor 1 against good 9
+        items = []
+        for i in range(state["progress"]["total"]):
+            status, text, _ = fetch(app, f"/api/item/{i}")
+            assert status == 200
+            bodies.append(text)
+            item = json.loads(text)
+            items.append(item)
+            sid = item["evidence"]["segment_id"]
+            assert not item["can_show_judge"] and not item["judge_shown_before"]
+            # the raters' labels side by side, as they were saved
+            for r in item["raters"]:
+                want = typed[(sid, r["rater"])]
+                assert [r[d] for d in DIMENSIONS] == [want["scores"][d] for d in DIMENSIONS]
+                assert (r["verdict"], r["comment"]) == (want["verdict"], want["comment"])
+            assert sorted(r["rater"] for r in item["raters"]) == ["r2", "r3"]
+            hidden = fetch(app, "/api/judge", {"position": i})
+            assert hidden[0] == 403 and "label it yourself first" in hidden[1]
+            bodies.append(hidden[1])
+        first = label_body(items[0], "adjudication-0001", "partial", 5)
+        saved = fetch(app, "/api/label", first)
+        assert saved[0] == 200 and json.loads(saved[1])["progress"]["done"] == 1
+        bodies += [saved[1], fetch(app, "/api/item/0")[1]]
+        assert fetch(app, "/api/label", {**first, "id": "adjudication-0002", "skip": "no"})[0] == 422
+        everything = "\n".join(bodies)
+        leaked = [c for c in canaries if c in everything]
+        assert not leaked and CANARY not in everything, leaked[:5]
+        assert not reveals.read_text()
+        # once the reviewer has saved their own label of the segment, the judge's grades come on request
+        sid = items[0]["evidence"]["segment_id"]
+        mine = RaterSession(pack, "r1")
+        position = mine.queue.index(sid)
+        mine.save(label_body(mine.item(position), "r1-own-00001", "good", 7))
+        mine.close()
+        assert json.loads(fetch(app, "/api/item/0")[1])["can_show_judge"]
+        assert fetch(app, "/api/judge", {"position": 1})[0] == 403  # still hidden where r1 has no label
+        status, text, _ = fetch(app, "/api/judge", {"position": 0})
+        assert status == 200
+        grades = runs.load_run(json.loads((pack / "design.json").read_text())["source_run"]).results
+        row = grades.drop_duplicates("segment_id").set_index("segment_id").loc[sid]
+        judge = json.loads(text)["judge"]
+        assert judge["verdict"] == row["judge_verdict"]
+        assert all(judge[d] == (None if pd.isna(row[d]) else row[d]) for d in DIMENSIONS)
+        shown = [json.loads(x) for x in reveals.read_text().splitlines()]
+        assert [(r["reviewer"], r["segment_id"]) for r in shown] == [("r1", sid)]
+        again = label_body(items[0], "adjudication-0003", "poor", 4)
+        assert fetch(app, "/api/label", {**again, "amends": "adjudication-0001"})[0] == 200
+    finally:
+        app.stop()
+    recs = [json.loads(x) for x in adjudicated.read_text().splitlines()]
+    assert [(r["id"], r["reviewer"], r["judge_shown_before"]) for r in recs] == [
+        ("adjudication-0001", "r1", False), ("adjudication-0003", "r1", True)]
+    assert recs[0]["verdict"] == "partial" and sorted(recs[0]["settles"]) == ["r2", "r3"]
+    for rater, source in recs[0]["settles"].items():  # each settled label is the rater's journal line of sid
+        path, line = source.rsplit(":", 1)
+        assert json.loads((pack / path).read_text().splitlines()[int(line) - 1])["segment_id"] == sid
+
+
 def test_static_page_never_parses_evidence_as_html():
     static = ROOT / "axon_eval" / "studio" / "static"
     for path in static.glob("*.js"):

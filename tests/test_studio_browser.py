@@ -4,7 +4,8 @@
 A rater labels five segments by keyboard alone, reloads and resumes; the export equals what was typed;
 the server is stopped mid-session and the outbox sends the waiting label exactly once after the restart;
 the server is SIGKILLed between a label's fsync and its acknowledgement and the label is still stored
-once; two raters work at once; a page served from another loopback port cannot read or write a label;
+once; two raters work at once; a reviewer adjudicates one disagreement in ``label review --serve``
+and the adjudicated export equals what was typed; a page served from another loopback port cannot read or write a label;
 hostile evidence renders inert. Without Chromium or Playwright the tests skip with the reason, except in
 CI (``CI`` set), where they fail.
 """
@@ -264,6 +265,73 @@ def test_two_raters_at_once(browser, run, tmp_path):
             a.stop()
     assert len(records(pack, "r1")) == 3 and len(records(pack, "r2")) == 3
     assert {r["rater"] for r in records(pack, "r2")} == {"r2"}
+
+
+def test_review_adjudicates_one_disagreement(browser, run, tmp_path):
+    from axon_eval.cli import main
+    from axon_eval.studio.session import RaterSession
+
+    pack = make_pack(run, tmp_path, raters=("r1", "r2"), overlap=3)
+    for rater, verdict, value in (("r1", "good", 9), ("r2", "poor", 2)):
+        s = RaterSession(pack, rater)
+        for i in range(len(s.queue)):
+            ev = s.item(i)["evidence"]
+            scores = {d: value for d in DIMENSIONS} | ({} if ev["answer_captured"] else {"answer_faithfulness": None})
+            s.save({"id": f"{rater}-label-{i:04d}", "position": i, "segment_id": ev["segment_id"], "scores": scores,
+                    "verdict": verdict, "comment": f"{rater} says {verdict}"})
+        s.close()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "axon_eval", "label", "review", str(pack), "--serve", "--reviewer",
+                             "lead", "--port", "0", "--no-browser"], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        url = next((line.split()[1] for line in proc.stdout if line.startswith("open ")), None)
+        assert url, "label review --serve printed no URL"
+        page, errors = open_page(browser, url)
+        assert page.text_content("#progress").startswith("0 of 3 adjudicated")
+        rows = {r: page.text_content(f"#raters-table tr[data-rater='{r}']") for r in ("r1", "r2")}
+        assert "good" in rows["r1"] and "r1 says good" in rows["r1"] and "poor" in rows["r2"]
+        assert page.is_disabled("#show-judge")  # the reviewer has labelled nothing: the judge stays hidden
+        sid = json.loads((pack / "assignment.json").read_text())["overlap"][0]  # verdicts differ on every one
+        assert f"segment {sid}" in page.text_content("#evidence")
+        captured = "not graded" not in page.text_content("#dim-answer_faithfulness")
+        values = [6, 10, 3, 7]
+        for i, v in enumerate(values):  # digits by keyboard, arrow-down between dimensions
+            for ch in str(v):
+                page.keyboard.press(ch)
+            if i < len(values) - 1:
+                page.keyboard.press("ArrowDown")
+        page.click("#verdict-partial")  # the mouse works too
+        page.keyboard.press("n")
+        page.keyboard.type("both half right")
+        page.keyboard.press("Escape")
+        if os.environ.get("AXON_EVAL_STUDIO_SCREENSHOTS"):
+            page.screenshot(path=str(ROOT / "docs" / "_static" / "studio" / "review.png"))
+        page.keyboard.press("Control+Enter")
+        wait_js(page, "document.getElementById('progress').textContent.startsWith('1 of 3')")
+        wait_js(page, "document.getElementById('panel').textContent.includes('Disagreement 2 of 3')")
+        assert not errors
+        page.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(10)
+    recs = records(pack, "adjudicated")
+    want = dict(zip(DIMENSIONS, values, strict=True)) | ({} if captured else {"answer_faithfulness": None})
+    assert len(recs) == 1
+    rec = recs[0]
+    assert (rec["segment_id"], rec["reviewer"], rec["verdict"], rec["comment"]) == (sid, "lead", "partial", "both half right")
+    assert {d: rec[d] for d in DIMENSIONS} == want and rec["judge_shown_before"] is False
+    assert sorted(rec["settles"]) == ["r1", "r2"]
+    assert not (pack / "labels" / "reveals.jsonl").read_text()
+    assert main(["label", "export", str(pack), "--adjudicated"]) == 0
+    import pandas as pd
+
+    frame = pd.read_csv(pack / "studio-adjudicated.csv", keep_default_na=False)
+    assert len(frame) == 1
+    row = frame.iloc[0]
+    assert (row["segment_id"], row["rater"], row["verdict"], row["comment"]) == (sid, "adjudicated", "partial",
+                                                                                 "both half right")
+    for d in DIMENSIONS:
+        assert (row[d] == "" and want[d] is None) or int(row[d]) == want[d], d
 
 
 class Attacker(http.server.BaseHTTPRequestHandler):

@@ -13,7 +13,9 @@
     the adjudication queue. ``--adjudicate SEGMENT --reviewer NAME --scores 7,8,6,9 --verdict good
     [--comment TEXT]`` saves an adjudicated label (``--scores 7,8,6,-`` when no answer was captured);
     ``--reviewer NAME --show-judge`` prints the judge's grades of the segments NAME has labelled (and
-    records that they were shown).
+    records that they were shown). ``--serve --reviewer NAME [--port N] [--no-browser]``: the same queue
+    in the studio's review page (the evidence, the raters' labels side by side, the adjudicated label
+    typed by keyboard or mouse; the judge's grades on request under the ``--show-judge`` rule).
 ``label export PACK [--out FILE] [--adjudicated]``
     the labels file ``import-labels`` writes (``studio.imported.csv`` in the pack), read by ``gate
     --corrected --labels``, ``compare --labels`` and the studies.
@@ -27,7 +29,6 @@ import argparse
 import hashlib
 import json
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -61,13 +62,12 @@ def _cmd_init(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _cmd_serve(args: argparse.Namespace) -> int:
+def _serve(app, args: argparse.Namespace, default: int) -> int:
+    """Bind ``app`` (the default port ``default``, else any free one), print its URL, serve until stopped."""
     import asyncio
 
-    from ..studio.server import StudioApp
-
     try:
-        app = StudioApp(args.pack, args.rater, port=default_port(args.pack, args.rater) if args.port is None else args.port)
+        app.requested_port = default if args.port is None else args.port
         try:
             app.bind()
         except OSError as exc:
@@ -78,11 +78,16 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             print("note: the default port was in use; labels not yet saved in the browser's outbox are kept "
                   "per address, so reopen the earlier address when its server runs again", file=sys.stderr)
     except (OSError, ValueError) as exc:
+        app.session.close()
         return _fail(exc)
-    for repair in app.session.journal.repairs:
-        print(f"repaired: {repair}", file=sys.stderr)
+    for journal in (app.session.journal, getattr(app.session, "reveals", None)):
+        for repair in journal.repairs if journal is not None else ():
+            print(f"repaired: {repair}", file=sys.stderr)
     p = app.session.progress()
-    print(f"rater {args.rater}: {p['done']} of {p['total']} labelled")
+    if app.review:
+        print(f"reviewer {app.session.rater}: {p['done']} of {p['total']} disagreement(s) adjudicated")
+    else:
+        print(f"rater {app.session.rater}: {p['done']} of {p['total']} labelled")
     print(f"open {app.url}", flush=True)
     if not args.no_browser:
         import webbrowser
@@ -93,6 +98,16 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     finally:
         app.session.close()
     return EXIT_OK
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from ..studio.server import StudioApp
+
+    try:
+        app = StudioApp(args.pack, args.rater, port=0)
+    except (OSError, ValueError) as exc:
+        return _fail(exc)
+    return _serve(app, args, default_port(args.pack, args.rater))
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
@@ -135,12 +150,23 @@ def _scores(text: str) -> dict[str, int | None]:
 def _cmd_review(args: argparse.Namespace) -> int:
     from ..rubric import DIMENSIONS
     from ..studio.collect import latest_labels
-    from ..studio.ledger import Journal, read_records
-    from ..studio.pack import ADJUDICATED, LABELS_DIR, EvidenceStore, read_assignment, read_design
-    from ..studio.review import review_queue
+    from ..studio.ledger import Journal
+    from ..studio.pack import ADJUDICATED, LABELS_DIR, EvidenceStore, read_assignment
+    from ..studio.review import (REVEALS_FILE, adjudication_record, judge_grades, judge_shown, record_reveal,
+                                 review_queue, reviewer_labelled)
     from ..studio.session import check_label
 
     pack = Path(args.pack)
+    if args.serve:
+        from ..studio.server import StudioApp
+
+        if not args.reviewer:
+            return _fail(ValueError("--serve needs --reviewer NAME"))
+        try:
+            app = StudioApp.for_review(pack, args.reviewer, threshold=args.threshold)
+        except (OSError, ValueError) as exc:
+            return _fail(exc)
+        return _serve(app, args, default_port(pack, f"review:{args.reviewer}"))
     try:
         a = read_assignment(pack)
         labels = latest_labels(pack)
@@ -148,18 +174,15 @@ def _cmd_review(args: argparse.Namespace) -> int:
         if args.show_judge:
             if not args.reviewer:
                 raise ValueError("--show-judge needs --reviewer NAME (their own labels come first)")
-            from ..runs import load_run
-
-            own = set(labels[(labels["rater"] == args.reviewer)]["segment_id"])
-            results = load_run(read_design(pack)["source_run"]).results.drop_duplicates("segment_id").set_index("segment_id")
-            reveals = Journal(pack / LABELS_DIR / "reveals.jsonl")
+            own = reviewer_labelled(pack, args.reviewer)
+            results = judge_grades(pack)
+            reveals = Journal(pack / LABELS_DIR / REVEALS_FILE)
             for item in queue:
                 sid = item["segment_id"]
                 if sid not in own:
                     print(f"{sid}: label it yourself first (label serve --rater {args.reviewer}); the judge stays hidden")
                     continue
-                reveals.append({"id": uuid.uuid4().hex, "reviewer": args.reviewer, "segment_id": sid,
-                                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+                record_reveal(reveals, args.reviewer, sid)
                 row = results.loc[sid]
                 print(f"{sid}: judge " + ", ".join(f"{d} {row[d]}" for d in DIMENSIONS) + f", verdict {row['judge_verdict']}")
             reveals.close()
@@ -175,13 +198,9 @@ def _cmd_review(args: argparse.Namespace) -> int:
                                  "comment": args.comment or ""},
                                 answer_captured=store.get(args.adjudicate)["answer_captured"])
             store.close()
-            shown = any(r.get("reviewer") == args.reviewer and r.get("segment_id") == args.adjudicate
-                        for _, r in read_records(pack / LABELS_DIR / "reveals.jsonl"))
+            shown = judge_shown(pack, args.reviewer, args.adjudicate)
             journal = Journal(pack / LABELS_DIR / f"{ADJUDICATED}.jsonl")
-            done = journal.append({"id": label.pop("id"), "segment_id": args.adjudicate, "rater": ADJUDICATED,
-                                   "reviewer": args.reviewer, **label, "settles": {r: v["source"] for r, v in item["labels"].items()},
-                                   "judge_shown_before": shown,
-                                   "saved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+            done = journal.append(adjudication_record(item, args.reviewer, label, shown=shown))
             journal.close()
             print(f"adjudicated {args.adjudicate} by {args.reviewer}: labels/{ADJUDICATED}.jsonl line {done.line}"
                   + (" (the judge's grades had been shown to the reviewer)" if shown else ""))
@@ -247,6 +266,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--verdict", default=None)
     r.add_argument("--comment", default=None)
     r.add_argument("--show-judge", action="store_true", help="the judge's grades of segments the reviewer labelled")
+    r.add_argument("--serve", action="store_true", help="the review page on 127.0.0.1 for --reviewer NAME")
+    r.add_argument("--port", type=int, default=None, help="with --serve: port (default: fixed by pack and reviewer; 0: any free)")
+    r.add_argument("--no-browser", action="store_true", help="with --serve: print the URL only")
     r.set_defaults(handler=_cmd_review)
     e = verbs.add_parser("export", help="the labels file import-labels writes and the studies read")
     e.add_argument("pack")

@@ -6,8 +6,8 @@ Sits above the runs and below calibration: it reads a run's audit once (at ``lab
 :mod:`.blind` (the rater's evidence from an allow-list, the rubric's guide), :mod:`.pack` (the studio's
 files in a pack), :mod:`.session` (one rater's queue, progress and checked saves), :mod:`.server` (tornado
 on 127.0.0.1 with a token, Host/Origin checks and a strict CSP), :mod:`.collect`, :mod:`.status`,
-:mod:`.review` and :mod:`.export` (the labels as tables, agreement, adjudication, the labels file the
-studies read). The page is plain JavaScript modules in ``static/``.
+:mod:`.review` and :mod:`.export` (the labels as tables, agreement, adjudication and the review page's
+session, the labels file the studies read). The page is plain JavaScript modules in ``static/``.
 """
 
 from .assignment import Assignment, plan_assignment

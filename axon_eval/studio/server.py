@@ -19,7 +19,10 @@ send to a server. A ``POST`` must be ``application/json`` (a cross-site form can
 pre-flight the server never answers) and at most :data:`MAX_BODY_BYTES`.
 
 Routes: ``/`` (the page), ``/static/<file>`` (the allow-listed assets), ``GET /api/session``, ``GET
-/api/item/<position>``, ``POST /api/label``.
+/api/item/<position>``, ``POST /api/label``. In review mode (:meth:`StudioApp.for_review`, ``label review
+--serve``) the same routes serve a :class:`~axon_eval.studio.review.ReviewSession` (``/`` is the review
+page, ``/api/label`` saves an adjudicated label) behind the same checks, plus ``POST /api/judge`` (the
+judge's grades of a segment the reviewer has labelled themself, recorded before they are sent).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ import tornado.netutil
 import tornado.web
 
 from .ledger import JournalWriteError
+from .review import DEFAULT_THRESHOLD, JudgeHidden, ReviewSession
 from .session import LabelInvalid, RaterSession
 
 HOST = "127.0.0.1"
@@ -53,7 +57,8 @@ STATIC_FILES: dict[str, str] = {
     "index.html": "text/html; charset=utf-8", "studio.css": "text/css; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8", "api.js": "text/javascript; charset=utf-8",
     "render.js": "text/javascript; charset=utf-8", "keys.js": "text/javascript; charset=utf-8",
-    "form.js": "text/javascript; charset=utf-8",
+    "form.js": "text/javascript; charset=utf-8", "review.html": "text/html; charset=utf-8",
+    "review.js": "text/javascript; charset=utf-8", "page.js": "text/javascript; charset=utf-8",
 }
 #: Seconds the server waits after a label's fsync before it answers (tests of a crash in between only).
 ACK_DELAY_ENV = "AXON_EVAL_STUDIO_ACK_DELAY_S"
@@ -125,9 +130,22 @@ class Api(Guarded):
         self.set_header("Content-Type", "application/json; charset=utf-8")
         self.finish(json.dumps(payload, ensure_ascii=False, allow_nan=False))
 
+    def json_object(self) -> dict[str, Any] | None:
+        """The request body as a JSON object, or ``None`` once a 400 has been sent."""
+        try:
+            body = json.loads(self.request.body)
+        except ValueError:
+            self.refuse(400, "the body is not JSON")
+            return None
+        if not isinstance(body, dict):
+            self.refuse(400, "expected a JSON object")
+            return None
+        return body
+
 
 class Page(Guarded):
-    def get(self, name: str = "index.html") -> None:
+    def get(self, name: str | None = None) -> None:
+        name = name or self.studio.page
         try:
             body = static_bytes(name)
         except KeyError:
@@ -159,14 +177,27 @@ class ItemApi(Api):
 
 class LabelApi(Api):
     def post(self) -> None:
-        try:
-            body = json.loads(self.request.body)
-        except ValueError:
-            return self.refuse(400, "the body is not JSON")
-        if not isinstance(body, dict):
-            return self.refuse(400, "expected a JSON object")
+        body = self.json_object()
+        if body is None:
+            return None
         try:
             self.reply(self.studio.session.save(body))
+        except LabelInvalid as exc:
+            self.refuse(422, str(exc))
+        except JournalWriteError as exc:
+            self.refuse(507, str(exc))
+        return None
+
+
+class JudgeApi(Api):
+    def post(self) -> None:
+        body = self.json_object()
+        if body is None:
+            return None
+        try:
+            self.reply(self.studio.session.judge(body.get("position")))
+        except JudgeHidden as exc:
+            self.refuse(403, str(exc))
         except LabelInvalid as exc:
             self.refuse(422, str(exc))
         except JournalWriteError as exc:
@@ -178,8 +209,8 @@ class StudioApp:
     """The server of one rater's session: :meth:`start` binds ``127.0.0.1:port`` (``0``: any free port)
     and serves in a background thread; :attr:`url` carries the token in its fragment."""
 
-    def __init__(self, pack: str | Path, rater: str, *, port: int = 0, session: RaterSession | None = None,
-                 token: str | None = None) -> None:
+    def __init__(self, pack: str | Path, rater: str, *, port: int = 0,
+                 session: RaterSession | ReviewSession | None = None, token: str | None = None) -> None:
         delay = float(os.environ.get(ACK_DELAY_ENV) or 0)
         self.session = session or RaterSession(pack, rater, before_ack=(lambda: time.sleep(delay)) if delay else None)
         self.token = token or secrets.token_urlsafe(32)
@@ -189,6 +220,16 @@ class StudioApp:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
         self._sockets: list[socket.socket] = []
+        self.review = isinstance(self.session, ReviewSession)
+        #: The page ``/`` serves: the rater's page, or the review page in review mode.
+        self.page = ReviewSession.page if self.review else "index.html"
+
+    @classmethod
+    def for_review(cls, pack: str | Path, reviewer: str, *, threshold: int = DEFAULT_THRESHOLD, port: int = 0,
+                   token: str | None = None) -> StudioApp:
+        """The server in review mode: ``reviewer`` adjudicates the queue of ``label review`` at
+        ``threshold`` (:class:`~axon_eval.studio.review.ReviewSession`)."""
+        return cls(pack, reviewer, port=port, session=ReviewSession(pack, reviewer, threshold=threshold), token=token)
 
     @property
     def url(self) -> str:
@@ -196,10 +237,12 @@ class StudioApp:
 
     def application(self) -> tornado.web.Application:
         ctx = {"studio": self}
-        return tornado.web.Application([
-            (r"/", Page, ctx), (r"/static/([A-Za-z0-9_.-]+)", Page, ctx),
-            (r"/api/session", SessionApi, ctx), (r"/api/item/([0-9]{1,9})", ItemApi, ctx),
-            (r"/api/label", LabelApi, ctx)], xsrf_cookies=False, compress_response=True,
+        routes = [(r"/", Page, ctx), (r"/static/([A-Za-z0-9_.-]+)", Page, ctx),
+                  (r"/api/session", SessionApi, ctx), (r"/api/item/([0-9]{1,9})", ItemApi, ctx),
+                  (r"/api/label", LabelApi, ctx)]
+        if self.review:
+            routes.append((r"/api/judge", JudgeApi, ctx))
+        return tornado.web.Application(routes, xsrf_cookies=False, compress_response=True,
             default_handler_class=NotFound, default_handler_args=ctx, log_function=lambda handler: None)
 
     def bind(self) -> None:
@@ -238,7 +281,7 @@ class StudioApp:
         return self.url
 
     def stop(self) -> None:
-        """Stop serving and close the rater's journal."""
+        """Stop serving and close the session's journals."""
         if self._loop is not None and self._stop is not None:
             self._loop.call_soon_threadsafe(self._stop.set)
         if self._thread is not None:
