@@ -397,23 +397,27 @@ def test_throughput_helper_judges_distinct_views_with_cold_caches(monkeypatch):
 def test_clear_caches_empties_every_memo_of_the_package():
     # The throughput figure is honest only if a pass starts cold: every per-input memo of the
     # package (any lru_cache, and the SQL walk's node-class table) must be emptied by clear_caches.
-    # Not memos of inputs: the code hash and the loaded lexicon files (configuration, read once).
+    # Not memos of inputs: the code hash, the loaded lexicon files and the packaged coefficients
+    # (configuration, read once).
     import importlib
     import pkgutil
 
     from axon_eval.bench import heuristic as bh
 
-    judge = HeuristicJudge()
+    from axon_eval.judges.heuristic.fitted import FittedHeuristicJudge
+
+    judges = (HeuristicJudge(), FittedHeuristicJudge())  # the fitted judge has memos of its own
     for view in bh.distinct_views([SAMPLE])[:20]:
-        judge.judge(view)
+        for judge in judges:
+            judge.judge(view)
     hc.clear_caches()
     memos = []
     for info in pkgutil.iter_modules(hc.__path__):
         module = importlib.import_module(f"{hc.__name__}.{info.name}")
         memos += [f for f in vars(module).values() if hasattr(f, "cache_info") and f.__module__ == module.__name__
-                  and f.__name__ not in ("heuristic_code_hash", "_load_lexicon")]
+                  and f.__name__ not in ("heuristic_code_hash", "_load_lexicon", "_default_model")]
     assert {f.__name__ for f in memos} >= {"analyse_sql", "profile_question", "_parts", "_numbers_in", "_stem",
-                                           "_score_and_band"}
+                                           "_score_and_band", "statement_facts"}
     assert all(f.cache_info().currsize == 0 for f in memos), [f.__name__ for f in memos if f.cache_info().currsize]
     assert not hc.sql_facts._NODE_KINDS
 

@@ -77,9 +77,11 @@ from .judge import HEURISTIC_VERSION, HeuristicJudge, decide_verdict, heuristic_
 
 def clear_caches() -> None:
     """Empty every memo cache of the heuristic (question profiles, SQL analyses, identifier words,
-    numbers of a text, word stems, node classes of the SQL walk, scores of subscore combinations):
+    numbers of a text, word stems, node classes of the SQL walk, scores of subscore combinations, the
+    fitted judge's statement facts):
     a cold start, as for a benchmark."""
     from .judge import _score_and_band
+    from .signals import statement_facts
     from .sql_facts import _NODE_KINDS, _parts
     from .text import _numbers_in, _stem
 
@@ -90,3 +92,4 @@ def clear_caches() -> None:
     _numbers_in.cache_clear()
     _stem.cache_clear()
     _score_and_band.cache_clear()
+    statement_facts.cache_clear()  # the fitted judge's own SQL facts
