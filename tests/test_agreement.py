@@ -171,7 +171,7 @@ def test_missing_columns_are_named(labels):
 
 
 # ---------------------------------------------------------------------------------------------
-# judge-to-human calibration (issue 13): known answers from scikit-learn, statsmodels, scipy and
+# judge-to-human calibration: known answers from scikit-learn, statsmodels, scipy and
 # the krippendorff package's published examples
 # ---------------------------------------------------------------------------------------------
 from scipy.stats import spearmanr  # noqa: E402

@@ -1,4 +1,4 @@
-"""The bench's memory helper measures the workload's own fresh process (issue 19, item 14). Not timed.
+"""The bench's memory helper measures the workload's own fresh process. Not timed.
 
 The trap it avoids: on Linux, exec carries the replaced address space's high-water mark into
 ``ru_maxrss``, so a child of a process that once held 500 MB reads >= 500 MB from ``getrusage`` or

@@ -1,4 +1,4 @@
-"""The calibration record (issue 21 section 3): the gate on kappa's lower bound, staleness against a run's
+"""The calibration record: the gate on kappa's lower bound, staleness against a run's
 manifest, the claim verdict, calibration.json round trip, and study 09's glue withholding corrected figures
 when the record is stale."""
 

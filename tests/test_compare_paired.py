@@ -1,4 +1,4 @@
-"""``compare`` prints the paired tests of issue 21 section 4: the band transition test and Holm-adjusted
+"""``compare`` prints the paired tests: the band transition test and Holm-adjusted
 p-values, checked against statsmodels (SquareTable.homogeneity = Stuart-Maxwell; multipletests holm) and
 scipy's Wilcoxon on the two runs' rows read here."""
 

@@ -1,4 +1,4 @@
-"""Judge drift (issue 13): ``axon_eval.stats.drift`` known answers, anchors and the ``anchor``/``drift`` verbs.
+"""Judge drift: ``axon_eval.stats.drift`` known answers, anchors and the ``anchor``/``drift`` verbs.
 
 * Bland-Altman on a hand-computed case (Bland & Altman 1986: bias, SD with n - 1, limits bias -+ 1.96 SD,
   SE(bias) = s/sqrt(n), SE(limit) = sqrt(3) s/sqrt(n), t quantiles);

@@ -59,7 +59,7 @@ def test_mixed_file_keeps_valid_turns_and_reports_each_bad_line(tmp_path):
 
 
 def _two_bad_lines_four_problems(tmp_path):
-    """Lines 2 and 4 are bad with two problems each (issue 19 item 13); line 3 is blank."""
+    """Lines 2 and 4 are bad with two problems each; line 3 is blank."""
     bad_a = turn_dict("eu-0002", answer=5)
     bad_a["steps"][1]["status"] = "weird"
     bad_b = {k: v for k, v in turn_dict("eu-0004", region=7).items() if k != "question"}

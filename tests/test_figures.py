@@ -1,4 +1,4 @@
-"""The shared displayed-precision rule and the quote normaliser (issue 19 items 4, 5, 6): hand-derived
+"""The shared displayed-precision rule and the quote normaliser: hand-derived
 known answers for the issue's examples on both production paths (reference grading's numeric check and
 the heuristic judge's claim support), hypothesis laws of rounding, and quote verification."""
 

@@ -1,4 +1,4 @@
-"""The CLI summary carries an interval and n on the mean score and every band share (issue 21 section 1);
+"""The CLI summary carries an interval and n on the mean score and every band share;
 checked against the plain mean and Wilson's interval written out here."""
 
 from __future__ import annotations

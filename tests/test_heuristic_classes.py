@@ -1,4 +1,4 @@
-"""Issue 22: failure classes the offline judge had not met, each in three domains (rugby, shop,
+"""Failure classes the offline judge had not met, each in three domains (rugby, shop,
 freight/clinic/energy), hand-built turns through the production path (``HeuristicJudge.judge``).
 
 Each defect test pairs the defect with its correct twin, so the check must tell them apart; the
@@ -946,7 +946,7 @@ def test_a_one_word_name_opening_a_sentence_is_a_claim(question, columns, rows, 
 
 
 # ---------------------------------------------------------------------------------------------
-# correct answers the judge penalised (issue 22, second part); each in three domains, with a
+# correct answers the judge penalised; each in three domains, with a
 # defect twin the judge must still catch
 # ---------------------------------------------------------------------------------------------
 def subscores(v):

@@ -1,4 +1,4 @@
-"""The heuristic judge outside rugby: every case of issue 12's review, in three domains each
+"""The heuristic judge outside rugby: every case of the out-of-domain review, in three domains each
 (sports, retail, finance), plus the number parser, the lexicons, the spec form and the v2 prompt.
 
 The turns here are written by hand for these tests; none comes from a fixture generator, and no
@@ -88,7 +88,7 @@ def test_brackets_are_negative_only_where_a_value_stands():
 
 
 def test_abbreviated_figures_match_rounded_cells_never_truncated_ones():
-    # issue 19 item 4: 1,250,000.5 rounds to $1.25M (precise: 0.5 away) and to $1.3M (49,999.5 away,
+    # 1,250,000.5 rounds to $1.25M (precise: 0.5 away) and to $1.3M (49,999.5 away,
     # more than 1% of it: supported, but said to be too coarse); it does not round to $1.2M (50,000.5
     # away, more than the half-unit 50,000), which the old truncation rule accepted
     cells = [hc.Cell(1250000.5, ("revenue",), "row", 1, 0)]
@@ -423,7 +423,7 @@ def test_bundled_segment_is_answered_by_its_coded_statement_and_takes_no_later_p
 
 
 AMOUNT_FOR_COUNT = {
-    # (was "how many metres": a unit of an amount, which may be fractional, since issue 22's amount units)
+    # (was "how many metres": a unit of an amount, which may be fractional, since amounts have units)
     "sports": ("How many tackles did Harbour City make in 2024?", "tackles", [["Harbour City", 10234.5]]),
     "retail": ("How many units of Saltmix Pro did we sell in 2024?", "total", [["Saltmix Pro", 160887.79]]),
     "finance": ("How many trades did the Northwind fund make in 2024?", "volume", [["Northwind", 1250000.5]]),

@@ -339,7 +339,7 @@ def test_a_figure_no_row_holds_is_unverifiable_to_head_and_unsupported_to_eviden
     turn = make_turn("fab", rows, ["player", "team", "tries"], f"How many tries did {player} score?",
                      f"{player} scored 40 tries.")
     flagged, details = heuristic_flags(turn, 20, "head")
-    # unseen, so unverifiable (never support); an unverifiable claim costs something since issue 12
+    # unseen, so unverifiable (never support); an unverifiable claim costs something
     assert flagged and details["unverifiable_claims"] == ["40"] and not details["unsupported_claims"]
     flagged, details = heuristic_flags(turn, 20, "evidence")
     assert flagged and details["unsupported_claims"] == ["40"]
@@ -385,7 +385,7 @@ def test_horizon_zero_is_judged_without_error_on_the_heuristic():
                      "Aldo Ashgrove scored 12 tries.")
     flagged, details = heuristic_flags(turn, 0, "head")
     assert details["unverifiable_claims"] == ["12"] and not details["unsupported_claims"]
-    assert flagged  # unverifiable costs something (issue 12): counts alone cannot support a figure
+    assert flagged  # unverifiable costs something: counts alone cannot support a figure
 
 
 # =============================================================================================
@@ -415,7 +415,7 @@ def test_on_the_horizon_set_evidence_at_20_meets_the_goal_against_head():
     assert len(comparison.baseline_missed) >= 5  # enough beyond-horizon misses for the goal to mean something
     assert comparison.goal_met, comparison.reasons
     summary = horizon_summary(res, labels).set_index(["sampler", "horizon_label"])
-    # with every row the heuristic flags nearly every defect: since issue 12 a filter code it cannot map to
+    # with every row the heuristic flags nearly every defect: a filter code it cannot map to
     # the question's words (pool = 'A') is unverifiable rather than wrong scope, which lets one dropped-
     # category turn through. Two correct answers are penalised by known false positives of the issue-12
     # heuristic (a measure named by a row value, "tries" in event_type; "points" read as league_points):

@@ -1,6 +1,6 @@
-"""Trace importers (issue 15): one hand-written export per format, the import report, the OTLP
+"""Trace importers: one hand-written export per format, the import report, the OTLP
 round trip on the bundled sample and on every status with no flag, unmapped statuses as warnings, files
-that are not exports (issue 19), schema-version-2 evidence in the view, and an end-to-end evaluation."""
+that are not exports, schema-version-2 evidence in the view, and an end-to-end evaluation."""
 
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ def test_unknown_row_count_is_said_in_the_view():
 
 def test_round_trip_bundled_sample_through_otlp_without_flags(tmp_path):
     """The README's commands: ``export-otlp`` then ``import-traces --format otel`` with no flag give the
-    bundled sample back byte for byte (issue 19 item 10: the blocked statements used to come back as
+    bundled sample back byte for byte (the blocked statements used to come back as
     ``error`` unless ``--blocked-when error.type=blocked`` was given)."""
     turns, invalid = load_turns(SAMPLE)
     assert not invalid

@@ -1,4 +1,4 @@
-"""Intervals on every headline figure (issue 21, section 1): Wilson, the cluster bootstrap, headline_intervals.
+"""Intervals on every headline figure: Wilson, the cluster bootstrap, headline_intervals.
 
 Oracles: statsmodels' ``proportion_confint(method="wilson")``; a plain, loop-per-replicate resampling
 of the data written out here (against the vectorised multinomial weights); the normal interval

@@ -508,7 +508,7 @@ def test_benchmark_rows_small_run():
     assert judged["value"] == 40
 
 
-# == endpoint provenance (issue 8) ===========================================================================
+# == endpoint provenance ===========================================================================
 def test_base_url_from_the_environment_enters_the_judge_id_and_the_cache_key(monkeypatch, tmp_path):
     """The issue's bug: with ANTHROPIC_BASE_URL at the fake server the verdicts were recorded under the
     plain Claude id, and a later run against Claude got them from the cache. Now the endpoint is part of
@@ -625,7 +625,7 @@ def test_provenance_is_small_and_never_holds_the_key(monkeypatch):
     assert canary not in json.dumps(found)
 
 
-# == keys (issue 8) ===========================================================================================
+# == keys ===========================================================================================
 def mock_judge(cls, url: str, handler: Recorder, **options):
     client = httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
     return cls("m", base_url=url, http_client=client, **{"max_retries": 0, "retry_attempts": 1, **options})
@@ -745,7 +745,7 @@ def test_allowed_host_without_a_key_fails_at_build_time_and_other_hosts_need_non
     assert build_judge("openai:m@https://other.example.com/v1").key_source == "none"
 
 
-# == free-text mode (issue 10) ===================================================================================
+# == free-text mode ===================================================================================
 def test_free_text_prompt_file_hash_is_pinned_and_keeps_the_rubric():
     prompt = load_prompt("judge_v1_free_text")
     assert prompt.sha256 == JUDGE_V1_FREE_TEXT_SHA256, "edit = new version file, not a new hash here"

@@ -1,5 +1,5 @@
 """The package layout is enforced: ``lint-imports`` (import-linter, contracts in pyproject.toml) passes on the
-real tree and fails, naming the import, on a copy of the package with one deliberately bad import (issue 23).
+real tree and fails, naming the import, on a copy of the package with one deliberately bad import.
 
 Each bad copy breaks exactly one rule a contributor must not break: scoring imports a judge, runs draw
 (matplotlib), statistics know a run, and an import circle between two sibling modules.

@@ -1,4 +1,4 @@
-"""One typed options record for an evaluation (issue 23): built and validated once, one source of defaults.
+"""One typed options record for an evaluation: built and validated once, one source of defaults.
 
 ``runs.evaluate(turns, options)`` and ``runs.evaluate(turns, judge, rubric, **keywords)`` are the same
 run; an unknown or mistyped option fails before anything is written, naming the option and what it

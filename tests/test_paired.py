@@ -1,4 +1,4 @@
-"""Paired comparison of two runs (issue 21, section 4, the pure part).
+"""Paired comparison of two runs (the pure part).
 
 Oracles written out here: the Stuart-Maxwell statistic ``d' S^-1 d`` and Bowker's sum, McNemar's exact
 p-value as a binomial test (scipy), the Wilcoxon signed-rank p-value by enumerating every sign pattern,

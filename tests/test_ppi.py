@@ -1,4 +1,4 @@
-"""Human-corrected estimates by PPI++ (issue 21, section 2).
+"""Human-corrected estimates by PPI++.
 
 Oracles: the reference implementation ``ppi_py`` (PyPI ``ppi-python``, a dev dependency) on the same
 inputs, to 1e-6; the power-tuning formula and the linearised weighted variance written out here; and

@@ -1,4 +1,4 @@
-"""Reference-based grading (issue 14): the source's numeric examples, the verification of a judge's
+"""Reference-based grading: the source's numeric examples, the verification of a judge's
 output (criteria once, quotes present), read-only evidence, and the bundled set against its labels."""
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def test_numeric_claims_are_rechecked_by_code():
         Assessment("extra", "fail"), claims=(NumericClaim("-42", "x", "count"),)))
     assert g.grade == "fail" and g.numeric_failures[0].error == "sign"
     # a claimed token that is not in the response (no dropped sign, no borrowed figure): the judge's output
-    # does not verify -- an error grade, never a fail of the response (issue 19 item 5)
+    # does not verify -- an error grade, never a fail of the response
     g = grade_response(Q, _evidence(), "r", "There were 420 orders, because of the sale.", _out(
         Assessment("fig", "pass", "There were 420 orders"), Assessment("why", "pass", "because of the sale."),
         Assessment("extra", "fail"), claims=(NumericClaim("42", "x", "count"),)))
@@ -135,7 +135,7 @@ def test_numeric_claims_are_rechecked_by_code():
     assert g.grade == "review_required"
 
 
-# -- issue 19 items 4-6: coarse figures, the judge's token formatting, quotes ----------------------------------
+# -- coarse figures, the judge's token formatting, quotes ----------------------------------
 AMOUNT = ReferenceValue(id="rev", name="revenue", unit="currency", sql="SELECT 1")
 RATE = ReferenceValue(id="rate", name="refund rate", unit="percent", sql="SELECT 1")
 Q2 = Question(id="q2", layer="descriptive", text="?", metric="m", population="p", period="2024", tolerance="display",

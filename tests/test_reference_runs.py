@@ -1,4 +1,4 @@
-"""Reference grades recorded like every other judgement (issue 14): the grade cache, the run folder, the
+"""Reference grades recorded like every other judgement: the grade cache, the run folder, the
 ``grade-reference`` verb and its exit codes, and the Claude reference judge's tokens, cost and budget
 against the local fake server (the real SDK, no key, no network)."""
 

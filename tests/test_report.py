@@ -2,7 +2,7 @@
 
 Run folders come from the public ``evaluate`` on the bundled sample (heuristic judge, offline); the
 large one is that run replicated to 40,000 results rows and audit lines with pandas and json (as many
-segments as the 39,240-turn evidence file of issue 8).
+segments as the 39,240-turn evidence file of the scale test).
 """
 
 from __future__ import annotations
@@ -301,7 +301,7 @@ def test_embed_png_makes_a_data_uri_from_a_figure_or_a_file(tmp_path):
         plots.embed_png(3)
 
 
-# -- issue 19: swallowed errors, the band's kappa first, people's numbers, ensemble disagreement, figures ------------
+# -- swallowed errors, the band's kappa first, people's numbers, ensemble disagreement, figures ------------
 LABELS = ROOT / "data" / "turns" / "labels.csv"
 
 
@@ -540,7 +540,7 @@ def test_people_table_reads_shares_by_name_and_never_shows_none():
                                    "label": ["good", "n/a"]}
 
 
-# -- issue 21: every headline with its interval and n; the first page's claim gate ---------------------
+# -- every headline with its interval and n; the first page's claim gate ---------------------
 def plain_cluster_bootstrap(values: pd.Series, clusters: pd.Series, n_boot: int = 2000, seed: int = 0):
     """An independent oracle: the percentile bootstrap of a mean resampling whole clusters, one replicate
     at a time with pandas (the clusters' multinomial counts, in order of first appearance, from

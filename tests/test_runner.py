@@ -119,7 +119,7 @@ def test_smoke_run_shows_the_band_kappa_first_and_numbers_for_people(smoke_run):
 
 @pytest.mark.slow
 def test_smoke_run_shows_every_headline_with_its_interval_and_n(smoke_run):
-    """Issue 21: notebook 01 shows the headline table with 95% intervals (the package's, for people) and the
+    """Notebook 01 shows the headline table with 95% intervals (the package's, for people) and the
     sentence of what they cover; the mean score's bounds are those of a plain pandas cluster bootstrap."""
     import re
 

@@ -484,7 +484,7 @@ def test_no_weight_vector_in_the_box_beats_the_exact_worst_case(rows, d, positio
     assert (wc["max_rise"] <= bound.max_rise + 0.1).all() and (wc["max_fall"] <= bound.max_fall + 0.1).all()
 
 
-# -- unscorable segments and the rounding rule (issue 19) ------------------------------------------------
+# -- unscorable segments and the rounding rule ------------------------------------------------
 def test_segments_the_nominal_rubric_cannot_score_are_refused_never_banded():
     # All the nominal weight on faithfulness: a segment whose faithfulness is null has no score. Before,
     # the sweep and the worst case banded it "poor" (NaN compares False against every band edge).

@@ -34,7 +34,7 @@ PARAMETERS = {
     "seed": 0,
     "run_dir": None,
 }
-#: The stable keys issue 11 names for study.json, plus what every study's study.json carries.
+#: The stable keys of study 04's study.json, plus what every study's study.json carries.
 STUDY_KEYS = {"study", "judge_id", "n_segments", "by_horizon", "goal_met", "simulated", "source_run"}
 FIGURES = {"horizon_curves.png", "horizon_prompt_size.png", "horizon_delta_vs_size.png"}
 

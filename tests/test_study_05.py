@@ -69,7 +69,7 @@ def test_smoke_run_writes_the_study(smoke_run):
         lo, hi = study[f"{key}_ci"]
         assert -1 <= lo <= study[key] <= hi <= 1, key
     assert study["gate_passed"] == (study["kappa_ci"][0] >= 0.7)
-    record = json.loads((folder / "calibration.json").read_text())  # read by study 09 (issue 21)
+    record = json.loads((folder / "calibration.json").read_text())  # read by study 09
     assert record["kappa_ci"] == pytest.approx(study["kappa_ci"]) and record["gate_passed"] == study["gate_passed"]
     assert record["judge_id"] == study["judge_id"] and record["n"] == study["n"]
     assert study["gate"]["n"] == study["n"] and f"n = {study['n']}" in study["gate"]["message"]

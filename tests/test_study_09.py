@@ -1,4 +1,4 @@
-"""Study 09 (corrected estimates, issue 21): the notebook's hygiene and a real papermill execution.
+"""Study 09 (corrected estimates): the notebook's hygiene and a real papermill execution.
 
 The smoke run first executes study 05 (which writes ``calibration.json``) and then study 09 into the same
 ``$AXON_EVAL_RUNS_DIR``; 09 evaluates the bundled sample with the heuristic judge, keeps 30 CONSTRUCTED

@@ -1,4 +1,4 @@
-"""Study 10 (judge panel design, issue 20): the run-folder loader, the cost gate, the figures, the bench
+"""Study 10 (judge panel design): the run-folder loader, the cost gate, the figures, the bench
 and the notebook (hygiene and a real papermill smoke run).
 
 Oracles written here: the reducers (numpy / scipy.stats.trim_mean), the scorer's band through

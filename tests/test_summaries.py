@@ -1,4 +1,4 @@
-"""Summaries and figures count segments, not samples (issue 10, "Runs that hold samples honestly").
+"""Summaries and figures count segments, not samples.
 
 The results tables here are synthetic (built with pandas and the vectorised scorer), shaped like the
 The results of a ``repeat(<spec>, n)`` run: one row per (segment, sample). Every expectation is
@@ -304,7 +304,7 @@ def test_saved_standard_figures_include_the_spread_of_a_repeated_run(results, tm
     assert "score_spread.png" not in {p.name for p in single}
 
 
-# -- unscorable segments and the rounding of a mean (issue 19) ----------------------------------------------
+# -- unscorable segments and the rounding of a mean ----------------------------------------------
 FAITH_ONLY = Rubric.default().with_weights({"intent_understood": 0, "sql_quality": 0, "result_relevance": 0,
                                             "answer_faithfulness": 1})
 

@@ -1,4 +1,4 @@
-"""Trends across runs through DuckDB (issue 21 section 5): each run's figures equal that run's own summary
+"""Trends across runs through DuckDB: each run's figures equal that run's own summary
 (summaries.summarise on its results read with pandas, and Wilson's formula written out here), a
 breakdown by client equals a pandas groupby, mixed judges are refused unless allowed, and the CLI verb."""
 

@@ -1,4 +1,4 @@
-"""Runs a researcher can trust (issue 8): honest statuses and exit codes, bad input reported not crashed,
+"""Runs a researcher can trust: honest statuses and exit codes, bad input reported not crashed,
 reproducibility facts, rerun and compare, bounded streaming.
 
 Each test here failed before the change that made it pass (statuses were ``complete`` for all-unjudged
@@ -279,7 +279,7 @@ def test_a_failed_run_keeps_what_it_had(tmp_path, evidence):
     assert 3 <= len(kept) <= 5 and kept["status"].eq("judged").all()
 
 
-# -- samples and members held honestly (issue 10) ----------------------------------------------------------
+# -- samples and members held honestly ----------------------------------------------------------
 def test_an_ensemble_run_keeps_every_member_and_flags_disagreement_on_the_numbers(tmp_path, evidence):
     spec = "ensemble(heuristic, simulate(heuristic, sd=2, seed=4), reducer=mean)"
     run = _evaluate(evidence, spec, tmp_path / "runs")
@@ -318,7 +318,7 @@ def test_the_evaluation_notebook_on_an_empty_file_fails_with_exit_5(tmp_path):
 
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
-    # checked before the kernel starts (issue 19): nothing is written, the CLI exits 5
+    # checked before the kernel starts: nothing is written, the CLI exits 5
     with pytest.raises(NoValidTurnsError, match="empty"):
         run_notebook(ROOT / "notebooks" / "01_evaluate.ipynb", {"turns_file": str(empty), "labels_file": None},
                      out_dir=tmp_path / "runs", export_html=False)
@@ -329,7 +329,7 @@ def test_the_evaluation_notebook_on_an_empty_file_fails_with_exit_5(tmp_path):
 
 
 def test_a_cold_evaluate_of_distinct_copies_misses_the_cache_on_every_segment(tmp_path):
-    """What the bench's "cold" figure promises (issue 12): replicated copies render distinct views, so an
+    """What the bench's "cold" figure promises: replicated copies render distinct views, so an
     empty cache gives as many misses as segments and no hits."""
     from axon_eval.bench.runs import replicate_sample
 

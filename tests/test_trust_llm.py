@@ -1,4 +1,4 @@
-"""Runs with the Claude and OpenAI-compatible judges against the local fake server (issue 8): the endpoint
+"""Runs with the Claude and OpenAI-compatible judges against the local fake server: the endpoint
 is part of the evidence, keys never reach a file, Message Batches resume instead of paying twice, and the
 cost budget stops a run before it is exceeded.
 

@@ -1,5 +1,5 @@
 """A segment a rubric cannot score is reported unscorable with the scorer's reason, never banded poor,
-on the heuristic judge, human-label scoring and band kappa paths (issue 19 item 1; the ensemble's are in
+on the heuristic judge, human-label scoring and band kappa paths (the ensemble's are in
 test_wrappers.py). The rubric puts all its weight on faithfulness, so a null faithfulness is unscorable
 and an answered, uncapped segment scores exactly 10 * faithfulness."""
 

@@ -425,7 +425,7 @@ def test_judge_many_turns_exceptions_into_error_records_and_bounds_concurrency()
         SlowJudge("s", (1, 2, 3, 4)).judge_many(make_views(1), concurrency=0)
 
 
-# -- unscorable members and combinations (issue 19 item 1) ---------------------------------------------
+# -- unscorable members and combinations ---------------------------------------------
 FAITH_ONLY = {"intent_understood": 0, "sql_quality": 0, "result_relevance": 0, "answer_faithfulness": 1}
 
 
