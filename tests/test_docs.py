@@ -366,8 +366,12 @@ def _workdir(tmp: Path) -> Path:
 
 
 def _outside_venv(entry: str) -> bool:
+    """False for a ``PATH`` entry inside this virtual environment or inside any other (a folder whose
+    parent holds ``pyvenv.cfg``): a shell that had activated another checkout's ``.venv`` must not
+    lend its ``python`` to a block that does not activate."""
     try:
-        return not Path(entry).resolve().is_relative_to(Path(sys.prefix).resolve())
+        path = Path(entry).resolve()
+        return not (path.is_relative_to(Path(sys.prefix).resolve()) or (path.parent / "pyvenv.cfg").is_file())
     except (OSError, ValueError):
         return True
 
