@@ -21,28 +21,11 @@ Public names
 ``turn_json_schema()``                  the JSON Schema of one evidence line (both versions)
 ``escape_control(text)``                evidence text made safe to print on a terminal (controls escaped)
 
-Schema versions
----------------
-Version 2 is a backwards-compatible extension for evidence imported from tracing tools, which record
-neither a full row count nor a truncation flag and may store sanitised query text:
-
-* ``row_count: null`` on an ``ok`` SQL step means *unknown* (in version 1 it means "the stored rows are
-  the whole result"); :attr:`SqlStep.row_count_known` says which, :attr:`SqlStep.total_rows` is then
-  the number of stored rows (a lower bound);
-* ``sanitized: true`` on a SQL step marks query text whose literals were replaced by ``?``
-  (written only when true, so version-1 lines dump exactly as before).
-
-Version-1 lines load unchanged and mean what they always meant; a version-1 line that uses
-``sanitized`` is invalid (it needs version 2).
-
-The JSON Schema and the loader agree
-------------------------------------
-A line is valid for ``load_turns`` exactly when it is valid under :func:`turn_json_schema` (draft
-2020-12, with ``format`` asserted), except for the two rules of a SQL step that compare two of its fields
-(:data:`SQL_STEP_RULES_NOT_IN_SCHEMA`, named in the schema's ``$comment``). So JSON types are not coerced:
-a number given as text (``"84"``) or a boolean is not a number, ``schema_version`` is the number 1 or 2,
-``sanitized`` is ``true`` or ``false``, and ``captured_at`` is RFC 3339 date-time text with its offset
-(:data:`RFC3339_PATTERN`; not a Unix time).
+Schema versions, and the JSON Schema agreeing with the loader
+-------------------------------------------------------------
+What version 2 adds for evidence imported from tracing tools (an unknown ``row_count``, sanitised query
+text), and the one exception to "a line is valid for ``load_turns`` exactly when it is valid under
+:func:`turn_json_schema`", are set out in :mod:`axon_eval.evidence.model`, beside the models.
 
 Hostile lines
 -------------

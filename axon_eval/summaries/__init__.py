@@ -4,22 +4,10 @@ Every function here takes the ``results`` frame of a run (as written to its resu
 :func:`axon_eval.runs.evaluate`) and returns a new DataFrame or a plain dict; nothing reads or writes
 files.
 
-**The unit is the segment, not the sample.** A ``repeat(<spec>, n)`` run keeps one results row per
-(segment, sample); an ensemble keeps one row per segment. Every count, share and score statistic here is
-over *segments*, computed from :func:`segment_table`, which collapses a segment's samples into one row:
-
-* a segment is **judged** when at least one of its samples is judged; it is **unjudged** when none is
-  (its reason is the first sample's error). A failed sample of a judged segment is a *failed sample*:
-  listed, never counted as 0, and left out of the segment's mean;
-* the segment's ``score`` (and each dimension) is the **mean over its judged samples**; its spread is
-  the sample standard deviation ``score_sd`` (``ddof=1``; undefined, ``NaN``, with fewer than two judged
-  samples) and the range ``score_range = score_max - score_min``;
-* the segment's ``band`` is the band of its mean score rounded to 0.1, using the rubric's band edges
-  (with one judged sample it is that sample's own stored band); ``band_varies`` says the judged samples'
-  bands are not all the same;
-* the segment's ``judge_verdict`` is the modal verdict of its judged samples (a tie goes to the worse
-  band, as an ensemble's majority does); ``verdict_matches_band`` compares it with the segment's band,
-  and ``verdict_agreement`` is the share of its judged samples whose own verdict equals their own band.
+**The unit is the segment, not the sample.** Every count, share and score statistic here is over
+*segments*, computed from :func:`segment_table`, which collapses a segment's samples into one row (when
+a segment is judged, its mean score and spread, its band and its modal verdict: the rules are in
+:mod:`axon_eval.summaries.segments`).
 
 With one sample per segment every number equals the plain per-row one.
 
