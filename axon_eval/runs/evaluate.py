@@ -39,8 +39,9 @@ the reason, and the run ends ``partial``.
 3. ``run.judging.judge(run)``: :class:`~.stage_judge.LocalJudging`, :class:`~.stage_judge.BatchJudging`
    or :class:`~.stage_judge.PartitionedJudging`, the three implementations of
    :class:`~.stage_judge.Judging`, each writing through :func:`~.judging.score_and_write`;
-4. :func:`~.stage_end.finish_run`, or :func:`~.stage_end.mark_interrupted` on Ctrl-C, or
-   :func:`~.stage_end.mark_failed` on any other error.
+4. :func:`~.stage_end.finish_run`; the stages run inside :func:`~.stage_end.run_ending`, which marks the
+   run interrupted on Ctrl-C (:func:`~.stage_end.mark_interrupted`) or failed on any other error
+   (:func:`~.stage_end.mark_failed`).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ from .load import Run
 from .manifest import fail_run, read_existing_manifest
 from .options import EvaluationOptions
 from .provenance import judge_label, judge_provenance, prompt_mismatches, record_git
-from .stage_end import close_engine, disk_full, finish_run, mark_failed, mark_interrupted
+from .stage_end import close_engine, disk_full, finish_run, run_ending
 from .stage_judge import HEADLINE_FILE, HEARTBEAT_EVERY_S
 from .stage_open import count_segments, open_cache, open_run, open_run_cache, plan_run
 
@@ -162,18 +163,9 @@ def evaluate(
     if opts.judge is None:
         raise TypeError("evaluate needs a judge (a Judge or a spec string such as 'heuristic')")
     run = plan_run(turns, opts, invalid, started)
-    try:
+    with run_ending(run):
         open_run(run)
         judged = run.judging.judge(run)
         finish_run(run, judged)
-    except KeyboardInterrupt:
-        raise mark_interrupted(run) from None
-    except BaseException as exc:
-        full = mark_failed(run, exc)
-        if full is not None:
-            raise full from exc
-        raise
-    finally:
-        close_engine(run.engine)
     return Run(run_dir=run.folder, manifest=run.manifest, params=run.manifest.params, results=judged.results,
                invalid=run.invalid)

@@ -362,62 +362,44 @@ def judge_partition(task: PartitionTask) -> PartitionOutcome:
     allotment), :func:`~.judging.score_and_write` scores and writes them through a
     :class:`~.writer.RunWriter`. A partition already finished (its record exists) is not judged again:
     its record is returned with ``kept=True``."""
-    from .judging import StopRequested, judged_chunks, resolve_judge, rubric_sampler, score_and_write, segment_chunks
-    from .writer import BUDGET_ERROR, RunWriter, Usage
+    from .journal import PaidJournal
+    from .judging import InFlight, StopRequested, judged_chunks, resolve_judge, rubric_sampler, score_and_write
+    from .judging import segment_chunks
+    from .writer import RunWriter, Usage
 
     done = read_outcome(task.folder, task.index)
     if done is not None:
         done.kept = True
         done.summary = _summary_of(read_parquet(results_part(task.folder, task.index)), task.rubric)
         return done
-    from .journal import PaidJournal
-    from .judging import InFlight
-
     folder = Path(task.folder)
     judge = resolve_judge(task.spec, task.rubric)
     shared, cache_warning = open_verdict_cache(task.cache_path) if task.cache_path is not None else (None, None)
     cache = JournalCache(journal_records(folder, task.index), shared)
-    invalid: list[dict[str, Any]] = []
-    stop = StopFlag(folder)
+    ledger = _PartitionLedger(task, cache, Usage(), cache_warning)
     journal = PaidJournal(part_journal_path(folder, task.index))
-    inflight = InFlight(journal)
     writer = None
-    usage = Usage()
-    stats = getattr(shared, "stats", None)
-    before = (stats.hits, stats.misses) if stats is not None else (0, 0)
-
-    def unfinished(reason: str) -> PartitionOutcome:
-        return PartitionOutcome(task.index, {}, dict(usage.totals), usage.records - usage.cached, 0, 0,
-                                cache.journal_hits, invalid, unfinished=reason)
-
     try:
         writer = RunWriter(folder, compress_audit=task.compress_audit, part=task.index)
-        chunks = segment_chunks(_partition_turns(task, invalid), task.rubric, task.chunk_size,
+        chunks = segment_chunks(_partition_turns(task, ledger.invalid), task.rubric, task.chunk_size,
                                  rubric_sampler(task.rubric))
-        judged = judged_chunks(judge, chunks, cache=cache, concurrency=task.concurrency, usage=usage,
-                               max_cost_usd=task.max_cost_usd, inflight=inflight, stop=stop.is_set)
+        judged = judged_chunks(judge, chunks, cache=cache,
+                               concurrency=task.concurrency, usage=ledger.usage, max_cost_usd=task.max_cost_usd,
+                               inflight=InFlight(journal), stop=StopFlag(folder).is_set)
         try:
-            score_and_write(judged, writer, usage, task.rubric)
+            score_and_write(judged, writer, ledger.usage, task.rubric)
         except StopRequested:  # the chunk's paid verdicts are in the paid journal: a resume serves them
             writer.abort()
-            return unfinished("stopped")
-        stopped = task.max_cost_usd is not None and writer.budget_errors(BUDGET_ERROR) > 0
-        guarded = cache.shared
-        outcome = PartitionOutcome(
-            task.index, writer.counts.model_dump(), dict(usage.totals), usage.records - usage.cached,
-            (stats.hits - before[0]) if stats is not None else usage.cached,
-            (stats.misses - before[1]) if stats is not None else usage.records - usage.cached,
-            cache.journal_hits, invalid, stopped, peak_rss_mb=peak_rss_mb(),
-            cache_write_failures=guarded.write_failures if guarded is not None else 0,
-            cache_read_failures=guarded.lookup_failures if guarded is not None else 0,
-            cache_error=guarded.first_error if guarded is not None else None, cache_unopened=cache_warning)
+            return ledger.unfinished("stopped")
+        outcome = ledger.finished(writer)
         writer.commit(record=(part_record_path(folder, task.index), outcome.to_json()))
         outcome.summary = _summary_of(writer.results_frame(), task.rubric)
+        return outcome
     except Exception as exc:
         if writer is not None:
             writer.abort(torn=is_disk_full(exc))
         if is_disk_full(exc):  # the driver says it in one line: no traceback on the worker
-            return unfinished(f"{type(exc).__name__}: {exc}")
+            return ledger.unfinished(f"{type(exc).__name__}: {exc}")
         raise
     except BaseException:
         if writer is not None:
@@ -427,7 +409,37 @@ def judge_partition(task: PartitionTask) -> PartitionOutcome:
         journal.close()
         if shared is not None:
             shared.close()
-    return outcome
+
+
+class _PartitionLedger:
+    """What one partition's judging spent and met, turned into its :class:`PartitionOutcome`: the usage,
+    the invalid lines read, and the shared cache's hits, misses and failures counted from the partition's
+    start."""
+
+    def __init__(self, task: PartitionTask, cache: JournalCache, usage: Any, cache_warning: str | None) -> None:
+        self.task, self.cache, self.usage, self.cache_warning = task, cache, usage, cache_warning
+        self.invalid: list[dict[str, Any]] = []
+        self.stats = getattr(cache.shared, "stats", None)
+        self.before = (self.stats.hits, self.stats.misses) if self.stats is not None else (0, 0)
+
+    def unfinished(self, reason: str) -> PartitionOutcome:
+        usage = self.usage
+        return PartitionOutcome(self.task.index, {}, dict(usage.totals), usage.records - usage.cached, 0, 0,
+                                self.cache.journal_hits, self.invalid, unfinished=reason)
+
+    def finished(self, writer: Any) -> PartitionOutcome:
+        from .writer import BUDGET_ERROR
+
+        usage, stats, guarded = self.usage, self.stats, self.cache.shared
+        stopped = self.task.max_cost_usd is not None and writer.budget_errors(BUDGET_ERROR) > 0
+        return PartitionOutcome(
+            self.task.index, writer.counts.model_dump(), dict(usage.totals), usage.records - usage.cached,
+            (stats.hits - self.before[0]) if stats is not None else usage.cached,
+            (stats.misses - self.before[1]) if stats is not None else usage.records - usage.cached,
+            self.cache.journal_hits, self.invalid, stopped, peak_rss_mb=peak_rss_mb(),
+            cache_write_failures=guarded.write_failures if guarded is not None else 0,
+            cache_read_failures=guarded.lookup_failures if guarded is not None else 0,
+            cache_error=guarded.first_error if guarded is not None else None, cache_unopened=self.cache_warning)
 
 
 # -- the engine: Dask (dask.distributed) ----------------------------------------------------------------
@@ -647,8 +659,9 @@ def run_partitions(engine: Engine | None, evidence: str | Path, folder: str | Pa
     ``engine`` runs the partitions (``None``: one after another in this process, the same functions);
     ``cache_path`` is the shared SQLite cache (used by the workers when they share this machine's disk,
     else filled from the journals here after the run); ``sends_requests``: the judge calls an API, so
-    ``concurrency`` bounds the requests across the cluster (:func:`partitions_in_flight`); ``on_partition(outcome, done, total)`` is called
-    as each partition finishes (the heartbeat). Finished partitions of an earlier attempt are kept."""
+    ``concurrency`` bounds the requests across the cluster (:func:`partitions_in_flight`);
+    ``on_partition(outcome, done, total)`` is called as each partition finishes (the heartbeat). Finished
+    partitions of an earlier attempt are kept."""
     from ..evidence import plan_byte_ranges
 
     evidence, folder = str(evidence), str(folder)
@@ -658,93 +671,114 @@ def run_partitions(engine: Engine | None, evidence: str | Path, folder: str | Pa
     else:
         scans = engine.client.gather(engine.client.map(scan_partition, [evidence] * len(ranges), ranges, pure=False))
     skip = cross_partition_duplicates(scans)
-    limits = partition_limits(scans, skip, limit)
-    slots = engine.slots if engine is not None else 1
-    paid = max_cost_usd is not None
-    in_flight, per_partition = partitions_in_flight(slots, concurrency, sends_requests)
+    in_flight, per_partition = partitions_in_flight(engine.slots if engine is not None else 1, concurrency,
+                                                    sends_requests)
     shared_cache = str(cache_path) if cache_path is not None and (engine is None or engine.local) else None
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(ranges), desc=f"partitions [{spec}]", unit="partition")
-    spent = 0.0
-    promised: dict[int, float] = {}
-
-    def task(r: ByteRange) -> PartitionTask:
-        allot = None
-        if paid:
-            remaining = max(0.0, float(max_cost_usd) - spent - sum(promised.values()))
-            allot = remaining / max(1, in_flight - len(promised))
-            promised[r.index] = allot
+    def task(r: ByteRange, allot: float | None) -> PartitionTask:
         return PartitionTask(r.index, evidence, r, spec, rubric, folder, skip.get(r.index, {}), limits[r.index],
                              shared_cache, per_partition, chunk_size, allot, compress_audit)
 
-    outcomes: list[PartitionOutcome] = []
-    summary = None
-
-    def finished(outcome: PartitionOutcome) -> None:
-        nonlocal summary, spent
-        summary = _merge([summary, outcome.summary])  # merged as they come: one summary held
-        outcome.summary = None
-        promised.pop(outcome.index, None)
-        spent += float(outcome.usage.get("cost_usd") or 0.0)
-        outcomes.append(outcome)
-        if bar is not None:
-            bar.update(1)
-        if on_partition is not None:
-            on_partition(outcome, len(outcomes), len(ranges))
-
-    def take(outcome: PartitionOutcome) -> None:
-        """A partition's outcome: finished (recorded), or unfinished (a full disk on the worker: raised)."""
-        if outcome.unfinished is None:
-            finished(outcome)
-        elif outcome.unfinished != "stopped":
-            raise OSError(errno.ENOSPC, f"partition {outcome.index}: {outcome.unfinished}")
-
-    stop = StopFlag(folder)
-    stop.clear()  # a flag an interrupted attempt left
-    running: dict[str, Any] = {}
-    try:
-        if engine is None:
-            for r in ranges:
-                take(judge_partition(task(r)))
-        else:
-            from distributed import as_completed
-
-            def submit(r: ByteRange) -> Any:
-                key = f"axon-partition-{r.index}-{os.getpid()}-{id(futures)}"  # unique per run and driver
-                fut = engine.client.submit(judge_partition, task(r), pure=False, key=key)
-                running[fut.key] = fut
-                return fut
-
-            futures = as_completed()
-            queue = list(ranges)
-            while queue and futures.count() < in_flight:
-                futures.add(submit(queue.pop(0)))
-            for fut in futures:
-                running.pop(fut.key, None)
-                take(fut.result())
-                if queue:
-                    futures.add(submit(queue.pop(0)))
-    except BaseException:
-        # Ctrl-C or a failed partition: hand out nothing more, let the running partitions finish the
-        # requests they sent (and keep the partitions that finish), then raise
-        if engine is not None and running:
-            stop.set()
-            _drain(engine, running, take)
-        raise
-    finally:
-        if bar is not None:
-            bar.close()
-    outcomes.sort(key=lambda o: o.index)
+    limits = partition_limits(scans, skip, limit)
+    dispatch = _Dispatch(task, len(ranges), max_cost_usd, in_flight, on_partition,
+                         _progress_bar(progress, len(ranges), spec))
+    dispatch.run(engine, ranges, folder)
     merge_parts(folder, len(ranges), compress_audit=compress_audit)
     if cache_path is not None and shared_cache is None:
         fill_cache_from_journals(folder, len(ranges), cache_path)
-    merged = merge_outcomes(outcomes)
+    merged = merge_outcomes(sorted(dispatch.outcomes, key=lambda o: o.index))
     merged.counts.setdefault("segments", 0)
-    merged.summary = summary
+    merged.summary = dispatch.summary
     return merged
+
+
+def _progress_bar(progress: bool, total: int, spec: str) -> Any:
+    """A tqdm bar over the partitions, or ``None`` without progress."""
+    if not progress:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=f"partitions [{spec}]", unit="partition")
+
+
+class _Dispatch:
+    """Hands partitions out and takes their outcomes: the budget's allotments (what is left of
+    ``max_cost_usd`` shared among the partitions that may run at once), the summary merged as outcomes
+    come (one summary held), the progress bar and the heartbeat."""
+
+    def __init__(self, task: Any, total: int, max_cost_usd: float | None, in_flight: int, on_partition: Any,
+                 bar: Any) -> None:
+        self.make_task, self.total, self.max_cost_usd, self.in_flight = task, total, max_cost_usd, in_flight
+        self.on_partition, self.bar = on_partition, bar
+        self.spent = 0.0
+        self.promised: dict[int, float] = {}
+        self.outcomes: list[PartitionOutcome] = []
+        self.summary: Any = None
+        self.running: dict[str, Any] = {}
+
+    def task(self, r: ByteRange) -> PartitionTask:
+        allot = None
+        if self.max_cost_usd is not None:
+            remaining = max(0.0, float(self.max_cost_usd) - self.spent - sum(self.promised.values()))
+            allot = remaining / max(1, self.in_flight - len(self.promised))
+            self.promised[r.index] = allot
+        return self.make_task(r, allot)
+
+    def take(self, outcome: PartitionOutcome) -> None:
+        """A partition's outcome: finished (recorded), or unfinished (a full disk on the worker: raised)."""
+        if outcome.unfinished is not None:
+            if outcome.unfinished != "stopped":
+                raise OSError(errno.ENOSPC, f"partition {outcome.index}: {outcome.unfinished}")
+            return
+        self.summary = _merge([self.summary, outcome.summary])
+        outcome.summary = None
+        self.promised.pop(outcome.index, None)
+        self.spent += float(outcome.usage.get("cost_usd") or 0.0)
+        self.outcomes.append(outcome)
+        if self.bar is not None:
+            self.bar.update(1)
+        if self.on_partition is not None:
+            self.on_partition(outcome, len(self.outcomes), self.total)
+
+    def run(self, engine: Engine | None, ranges: Sequence[ByteRange], folder: str) -> None:
+        """Every partition, here one after another or on ``engine``'s cluster at most ``in_flight`` at once."""
+        stop = StopFlag(folder)
+        stop.clear()  # a flag an interrupted attempt left
+        try:
+            if engine is None:
+                for r in ranges:
+                    self.take(judge_partition(self.task(r)))
+            else:
+                self._on_cluster(engine, list(ranges))
+        except BaseException:
+            # Ctrl-C or a failed partition: hand out nothing more, let the running partitions finish the
+            # requests they sent (and keep the partitions that finish), then raise
+            if engine is not None and self.running:
+                stop.set()
+                _drain(engine, self.running, self.take)
+            raise
+        finally:
+            if self.bar is not None:
+                self.bar.close()
+
+    def _on_cluster(self, engine: Engine, queue: list[ByteRange]) -> None:
+        from distributed import as_completed
+
+        futures = as_completed()
+
+        def submit(r: ByteRange) -> Any:
+            key = f"axon-partition-{r.index}-{os.getpid()}-{id(futures)}"  # unique per run and driver
+            fut = engine.client.submit(judge_partition, self.task(r), pure=False, key=key)
+            self.running[fut.key] = fut
+            return fut
+
+        while queue and futures.count() < self.in_flight:
+            futures.add(submit(queue.pop(0)))
+        for fut in futures:
+            self.running.pop(fut.key, None)
+            self.take(fut.result())
+            if queue:
+                futures.add(submit(queue.pop(0)))
 
 
 def _drain(engine: Engine, running: Mapping[str, Any], take: Any) -> None:

@@ -32,7 +32,7 @@ from .load import Run, load_run
 from .manifest import RunManifest, effective_status, mark_alive, status_for
 from .partitioned import PARTS_DIR, connect
 from .provenance import repository_root, resolve_recorded
-from .stage_end import RESUMABLE_KINDS, close_engine, mark_failed, mark_interrupted
+from .stage_end import RESUMABLE_KINDS, run_ending
 from .stage_judge import PartitionedJudging, RunState, judge_partitioned
 
 
@@ -87,7 +87,7 @@ def resume(run_dir: str | Path, *, workers: int | None = None, scheduler: str | 
     previous = _resumable_status(folder, manifest)  # a killed run reads "running" in its manifest: interrupted
     run = _recorded_run(folder, manifest, workers=workers, scheduler=scheduler, client=client, progress=progress,
                         cache=cache)
-    try:
+    with run_ending(run):
         run.reserve = SpaceReserve(folder)  # room to mark the run failed if the disk fills again
         manifest.status, manifest.failure, manifest.error, manifest.ended_at = "running", None, None, None
         mark_alive(manifest)
@@ -104,15 +104,6 @@ def resume(run_dir: str | Path, *, workers: int | None = None, scheduler: str | 
         for name in LEFT_PARTIALS:  # what the killed attempt left at the top is merged now
             (folder / name).unlink(missing_ok=True)
         run.reserve.release()
-    except KeyboardInterrupt:
-        raise mark_interrupted(run) from None  # the workers stop first: the manifest is written last
-    except BaseException as exc:
-        full = mark_failed(run, exc)
-        if full is not None:
-            raise full from exc
-        raise
-    finally:
-        close_engine(run.engine)
     return load_run(folder)
 
 

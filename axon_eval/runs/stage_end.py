@@ -16,13 +16,14 @@ partitioned run's finished partitions; it records the spend and marks the run ``
 (:func:`~.manifest.fail_run`), or, after a full disk, returns the :class:`~.faults.DiskFullError` naming
 the space the run needs to finish (:func:`disk_full`).
 
-A resume (:mod:`.resume`) ends the same way.
+:func:`run_ending` is the one place both are chosen: an evaluation (:mod:`.evaluate`) and a resume
+(:mod:`.resume`) run their stages inside it, so they end the same way.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,25 @@ def finish_run(run: RunState, judged: Judged) -> None:
     run.stack.close()
     if run.reserve is not None:
         run.reserve.release()
+
+
+@contextlib.contextmanager
+def run_ending(run: RunState) -> Iterator[RunState]:
+    """Run the body's stages on ``run`` and end it however they end: Ctrl-C raises the
+    :class:`~.manifest.RunInterrupted` of :func:`mark_interrupted`, a full disk the
+    :class:`~.faults.DiskFullError` of :func:`mark_failed`, any other error is re-raised once the run is
+    marked failed; a partitioned run's engine is closed in every case."""
+    try:
+        yield run
+    except KeyboardInterrupt:
+        raise mark_interrupted(run) from None  # the workers stop first: the manifest is written last
+    except BaseException as exc:
+        full = mark_failed(run, exc)
+        if full is not None:
+            raise full from exc
+        raise
+    finally:
+        close_engine(run.engine)
 
 
 # -- interrupted --------------------------------------------------------------------------------------
