@@ -460,3 +460,51 @@ def test_fit_heuristic_writes_a_file_whose_hash_is_the_printed_judge_id(tmp_path
     assert {s["file"] for s in model.training["sources"]} == {
         "learning_turns.jsonl", "learning_labels.csv", "library_turns.jsonl", "library_labels.csv"}
     assert build_judge(f"heuristic-fitted(file={out})").judge_id == f"heuristic-fitted[{digest[:10]}]"
+
+
+# ---------------------------------------------------------------------------------------------
+# the bootstrap's figures for every resample at once, against scikit-learn per resample
+# ---------------------------------------------------------------------------------------------
+def _resampled_prediction_frame(n: int, seed: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, (40, n))
+    cols = {"good": rng.random(n) < 0.4, "p": rng.random(n), "score": np.round(rng.random(n) * 20) * 5,
+            "verdict": rng.choice(["good", "partial", "poor"], n), "label": rng.choice(["good", "partial", "poor"], n),
+            "rewrite": rng.random(n) < 0.3}
+    return idx, cols
+
+
+@pytest.mark.parametrize("n", [3, 17, 240])
+def test_the_batched_bootstrap_figures_match_scikit_learn_on_every_resample(n):
+    from sklearn.metrics import cohen_kappa_score, roc_auc_score
+
+    from axon_eval.stats.lodo import _auc_rows, _ece_rows, _kappa_rows, _kept_rows, expected_calibration_error
+
+    idx, c = _resampled_prediction_frame(n, n)
+    auc, kappa = _auc_rows(c["score"], c["good"], idx), _kappa_rows(c["verdict"], c["label"], idx)
+    ece, kept = _ece_rows(c["p"], c["good"], idx), _kept_rows(c["verdict"] == "good", c["rewrite"], idx)
+    for row, i in enumerate(idx):
+        y = c["good"][i]
+        if y.all() or not y.any():
+            assert np.isnan(auc[row])
+        else:
+            assert auc[row] == pytest.approx(roc_auc_score(y, c["score"][i]), abs=1e-12)
+        a, b = c["verdict"][i], c["label"][i]
+        if len(set(a)) == len(set(b)) == 1 and set(a) == set(b):
+            assert np.isnan(kappa[row])  # chance agreement 1: undefined
+        else:
+            assert kappa[row] == pytest.approx(cohen_kappa_score(a, b, labels=["good", "partial", "poor"]), abs=1e-12)
+        assert ece[row] == pytest.approx(expected_calibration_error(c["p"][i], y), abs=1e-12)
+        among = c["rewrite"][i]
+        expect = (a[among] == "good").mean() if among.any() else np.nan
+        assert kept[row] == pytest.approx(expect, abs=1e-12, nan_ok=True)
+
+
+def test_the_batched_bootstrap_draws_the_same_resamples_as_the_loop():
+    from axon_eval.stats.lodo import _auc_rows, bootstrap_interval, roc_auc
+
+    _idx, c = _resampled_prediction_frame(150, 5)
+    loop = bootstrap_interval(lambda i: roc_auc(c["p"][i], c["good"][i]), 150, n_boot=300, seed=3)
+    batched = bootstrap_interval(lambda i: roc_auc(c["p"][i], c["good"][i]), 150, n_boot=300, seed=3,
+                                 batched=lambda m: _auc_rows(c["p"], c["good"], m))
+    assert batched == pytest.approx(loop, abs=1e-12)

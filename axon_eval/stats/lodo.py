@@ -115,15 +115,22 @@ def is_equivalent_rewrite(defects: Sequence[Any]) -> np.ndarray:
 
 
 def bootstrap_interval(statistic: Callable[[np.ndarray], float], n: int, *, n_boot: int = 1000, seed: int = 0,
-                       level: float = 0.95) -> tuple[float, float]:
+                       level: float = 0.95, batched: Callable[[np.ndarray], np.ndarray] | None = None
+                       ) -> tuple[float, float]:
     """Percentile interval of ``statistic(index)`` over ``n_boot`` resamples of ``range(n)`` (seeded).
 
-    Resamples where the statistic is undefined (NaN) are left out; ``(nan, nan)`` when all are.
+    ``batched``, when given, computes the same statistic for every resample at once from the
+    ``(n_boot, n)`` index matrix (the same draws: ``rng.integers(0, n, (n_boot, n))`` is the stream of
+    ``n_boot`` successive draws of ``n``); resamples where the statistic is undefined (NaN) are left out;
+    ``(nan, nan)`` when all are.
     """
     if n == 0 or n_boot <= 0:
         return float("nan"), float("nan")
     rng = np.random.default_rng(seed)
-    values = np.array([statistic(rng.integers(0, n, n)) for _ in range(n_boot)], dtype=float)
+    if batched is not None:
+        values = np.asarray(batched(rng.integers(0, n, (n_boot, n))), dtype=float)
+    else:
+        values = np.array([statistic(rng.integers(0, n, n)) for _ in range(n_boot)], dtype=float)
     values = values[~np.isnan(values)]
     if not len(values):
         return float("nan"), float("nan")
@@ -131,8 +138,70 @@ def bootstrap_interval(statistic: Callable[[np.ndarray], float], n: int, *, n_bo
     return float(np.quantile(values, tail)), float(np.quantile(values, 1 - tail))
 
 
+# -- the same figures for every resample at once (rows of an index matrix) -------------------------------
+def _auc_rows(scores: np.ndarray, labels: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """:func:`roc_auc` of every row of ``idx`` (Mann-Whitney from mid-ranks, NaN scores left out)."""
+    if np.isnan(scores).any():  # rare (an unscorable segment): the per-resample path leaves them out
+        return np.array([roc_auc(scores[i], labels[i]) for i in idx])
+    s, y = scores[idx], labels[idx]
+    ranks = rankdata(s, axis=1)
+    n1 = y.sum(axis=1).astype(float)
+    n0 = y.shape[1] - n1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        auc = ((ranks * y).sum(axis=1) - n1 * (n1 + 1) / 2) / (n1 * n0)
+    return np.where((n1 > 0) & (n0 > 0), auc, np.nan)
+
+
+def _codes(values: np.ndarray) -> np.ndarray:
+    index = {b: i for i, b in enumerate(BANDS)}
+    return np.array([index.get(v, -1) for v in values], dtype=int)
+
+
+def _kappa_rows(a_values: np.ndarray, b_values: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """Unweighted Cohen's kappa (:func:`~axon_eval.stats.agreement.cohens_kappa`) of every row of ``idx``:
+    ``1 - (1 - p_o) / (1 - p_e)``, NaN where the chance disagreement ``1 - p_e`` is 0."""
+    a, b = _codes(a_values), _codes(b_values)
+    if (a < 0).any() or (b < 0).any():  # a value outside the bands: the per-resample path raises
+        return np.array([_kappa(a_values[i], b_values[i]) for i in idx])
+    k, (rows, n) = len(BANDS), idx.shape
+    cell = (np.arange(rows)[:, None] * k * k + a[idx] * k + b[idx]).ravel()
+    table = np.bincount(cell, minlength=rows * k * k).reshape(rows, k, k) / n
+    observed = 1.0 - np.trace(table, axis1=1, axis2=2)
+    expected = 1.0 - (table.sum(axis=2) * table.sum(axis=1)).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(expected > 1e-15, 1.0 - observed / expected, np.nan)
+
+
+def _ece_rows(p: np.ndarray, labels: np.ndarray, idx: np.ndarray, bins: int = 10) -> np.ndarray:
+    """:func:`expected_calibration_error` of every row of ``idx``."""
+    q = np.clip(p, 0.0, 1.0)
+    which = np.minimum((q * bins).astype(int), bins - 1)
+    rows, n = idx.shape
+    cell = (np.arange(rows)[:, None] * bins + which[idx]).ravel()
+    count = np.bincount(cell, minlength=rows * bins).reshape(rows, bins)
+    sum_p = np.bincount(cell, weights=q[idx].ravel(), minlength=rows * bins).reshape(rows, bins)
+    sum_y = np.bincount(cell, weights=labels[idx].ravel().astype(float), minlength=rows * bins).reshape(rows, bins)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gap = np.where(count > 0, np.abs(sum_p - sum_y) / count, 0.0)
+    return (count / n * gap).sum(axis=1)
+
+
+def _kept_rows(verdict_good: np.ndarray, among: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """:func:`_good_kept` of every row of ``idx``: the share of ``among`` whose verdict is good."""
+    m = among[idx]
+    total = m.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(total > 0, (m & verdict_good[idx]).sum(axis=1) / total, np.nan)
+
+
+def fit_fold(frame: pd.DataFrame, signals: Sequence[str] | None = None) -> Any:
+    """:func:`~axon_eval.judges.heuristic.fitted.fit_model` for a validation fold: the same model, without
+    the hash of its training data (a fold's model is scored, never saved)."""
+    return fit_model(frame, None if signals is None else tuple(signals), hash_data=False)
+
+
 def lodo_predictions(frame: pd.DataFrame, signals: Sequence[str] | None = None, *,
-                     fit: Callable[..., Any] = fit_model, domain: str = "domain") -> pd.DataFrame:
+                     fit: Callable[..., Any] = fit_fold, domain: str = "domain") -> pd.DataFrame:
     """Out-of-fold predictions: each domain scored by a model fitted on every other domain.
 
     ``frame`` is a labelled signal frame (:func:`axon_eval.calibration.training.training_frame`).
@@ -148,7 +217,7 @@ def lodo_predictions(frame: pd.DataFrame, signals: Sequence[str] | None = None, 
 
 
 def in_sample_predictions(frame: pd.DataFrame, signals: Sequence[str] | None = None, *,
-                          fit: Callable[..., Any] = fit_model, domain: str = "domain") -> pd.DataFrame:
+                          fit: Callable[..., Any] = fit_fold, domain: str = "domain") -> pd.DataFrame:
     """Predictions of one model fitted on all of ``frame`` for all of ``frame`` (IN-SAMPLE, for beside only)."""
     return _predictions(fit(frame, signals), frame, domain)
 
@@ -171,28 +240,34 @@ def _figures(pred: pd.DataFrame, n_boot: int, seed: int) -> dict[str, Any]:
     score = pred["score"].to_numpy(dtype=float)
     verdict = pred["verdict"].to_numpy(dtype=object)
     label = pred["label_verdict"].to_numpy(dtype=object)
-    stats: dict[str, Callable[[np.ndarray], float]] = {
-        "auc_score": lambda i: roc_auc(score[i], good[i]),
-        "auc_p_good": lambda i: roc_auc(p[i], good[i]),
-        "kappa": lambda i: _kappa(verdict[i], label[i]),
-        "ece": lambda i: expected_calibration_error(p[i], good[i]),
-        "good_kept": lambda i: _good_kept(verdict[i], good[i]),
-    }
+    v_good = verdict == "good"
     rewrite = is_equivalent_rewrite(pred["defect"]) if "defect" in pred.columns else np.zeros(len(pred), dtype=bool)
-    stats["equivalent_good"] = lambda i: _good_kept(verdict[i], rewrite[i])
+    # each figure: (the statistic of one index vector, the same for every row of an index matrix)
+    stats: dict[str, tuple[Callable[[np.ndarray], float], Callable[[np.ndarray], np.ndarray]]] = {
+        "auc_score": (lambda i: roc_auc(score[i], good[i]), lambda m: _auc_rows(score, good, m)),
+        "auc_p_good": (lambda i: roc_auc(p[i], good[i]), lambda m: _auc_rows(p, good, m)),
+        "kappa": (lambda i: _kappa(verdict[i], label[i]), lambda m: _kappa_rows(verdict, label, m)),
+        "ece": (lambda i: expected_calibration_error(p[i], good[i]), lambda m: _ece_rows(p, good, m)),
+        "good_kept": (lambda i: _good_kept(verdict[i], good[i]), lambda m: _kept_rows(v_good, good, m)),
+        "equivalent_good": (lambda i: _good_kept(verdict[i], rewrite[i]), lambda m: _kept_rows(v_good, rewrite, m)),
+    }
     if "rule_score" in pred.columns:
         rule_score = pd.to_numeric(pred["rule_score"], errors="coerce").to_numpy(dtype=float)
         rule_verdict = pred["rule_verdict"].to_numpy(dtype=object)
-        stats["rule_auc_score"] = lambda i: roc_auc(rule_score[i], good[i])
-        stats["rule_kappa"] = lambda i: _kappa(rule_verdict[i], label[i])
-        stats["rule_good_kept"] = lambda i: _good_kept(rule_verdict[i], good[i])
-        stats["rule_equivalent_good"] = lambda i: _good_kept(rule_verdict[i], rewrite[i])
+        r_good = rule_verdict == "good"
+        stats["rule_auc_score"] = (lambda i: roc_auc(rule_score[i], good[i]),
+                                   lambda m: _auc_rows(rule_score, good, m))
+        stats["rule_kappa"] = (lambda i: _kappa(rule_verdict[i], label[i]), lambda m: _kappa_rows(rule_verdict, label, m))
+        stats["rule_good_kept"] = (lambda i: _good_kept(rule_verdict[i], good[i]),
+                                   lambda m: _kept_rows(r_good, good, m))
+        stats["rule_equivalent_good"] = (lambda i: _good_kept(rule_verdict[i], rewrite[i]),
+                                         lambda m: _kept_rows(r_good, rewrite, m))
     n = len(pred)
     every = np.arange(n)
     out: dict[str, Any] = {"n": n, "n_good": int(good.sum()), "n_equivalent": int(rewrite.sum())}
-    for k, (name, fn) in enumerate(stats.items()):
+    for k, (name, (fn, batched)) in enumerate(stats.items()):
         out[name] = fn(every)
-        lo, hi = bootstrap_interval(fn, n, n_boot=n_boot, seed=seed + k)
+        lo, hi = bootstrap_interval(fn, n, n_boot=n_boot, seed=seed + k, batched=batched)
         out[f"{name}_low"], out[f"{name}_high"] = lo, hi
     return out
 
@@ -231,7 +306,7 @@ def goals_met(table: pd.DataFrame) -> dict[str, dict[str, Any]]:
     }
 
 
-def ablation(frame: pd.DataFrame, signals: Sequence[str] | None = None, *, fit: Callable[..., Any] = fit_model,
+def ablation(frame: pd.DataFrame, signals: Sequence[str] | None = None, *, fit: Callable[..., Any] = fit_fold,
              domain: str = "domain") -> pd.DataFrame:
     """Pooled LODO AUC (of P(good) and of the score) with each signal family dropped.
 
@@ -283,7 +358,7 @@ class ValidationReport:
 
 
 def validate(frame: pd.DataFrame, *, drop_harmful: bool = True, n_boot: int = 1000, seed: int = 0,
-             fit: Callable[..., Any] = fit_model) -> ValidationReport:
+             fit: Callable[..., Any] = fit_fold) -> ValidationReport:
     """The fitted judge's validation on a labelled signal frame.
 
     1. :func:`ablation` over every signal; with ``drop_harmful`` the :func:`harmful_families` are

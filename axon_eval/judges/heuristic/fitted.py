@@ -217,7 +217,7 @@ def _ordinal_fit(x: np.ndarray, y: np.ndarray, l2: float) -> tuple[np.ndarray, t
 
 def fit_model(frame: pd.DataFrame, signals: tuple[str, ...] | list[str] | None = None, *,
               ridge_alpha: float = RIDGE_ALPHA, logit_l2: float = LOGIT_L2,
-              training: dict[str, Any] | None = None) -> FittedModel:
+              training: dict[str, Any] | None = None, hash_data: bool = True) -> FittedModel:
     """Fit the judge's model on a labelled signal frame.
 
     Parameters
@@ -232,8 +232,11 @@ def fit_model(frame: pd.DataFrame, signals: tuple[str, ...] | list[str] | None =
     ridge_alpha, logit_l2 : float
         Penalties of the subscore and verdict models.
     training : dict, optional
-        What to record about the data (sources, counts); ``data_sha256`` is always computed from
-        ``frame`` itself.
+        What to record about the data (sources, counts); ``data_sha256`` is computed from ``frame``
+        itself.
+    hash_data : bool
+        Record ``data_sha256`` (default); a validation fold's model, never saved, may skip it (hashing
+        the frame costs more than fitting it).
 
     Returns
     -------
@@ -265,7 +268,7 @@ def fit_model(frame: pd.DataFrame, signals: tuple[str, ...] | list[str] | None =
         raise ValueError("verdict must be good, partial or poor on every row")
     beta, cuts = _ordinal_fit(z, codes.to_numpy(dtype=int), logit_l2)
     info = dict(training or {})
-    info.update({"data_sha256": frame_sha256(frame, names), "n": int(len(frame)),
+    info.update({"data_sha256": frame_sha256(frame, names) if hash_data else None, "n": int(len(frame)),
                  "ridge_alpha": ridge_alpha, "logit_l2": logit_l2,
                  "verdicts": {v: int((frame["verdict"] == v).sum()) for v in VERDICT_ORDER}})
     if "domain" in frame.columns:
