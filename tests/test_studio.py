@@ -579,6 +579,16 @@ def test_bench_section_runs_quick():
     assert all(r["value"] > 0 and r["ok"] is None for r in rows)  # quick: measured, not judged
 
 
+def test_init_without_raters_is_refused_unless_it_extends(run, tmp_path, capsys):
+    pack = tmp_path / "pack"
+    assert main(["sample-for-labelling", str(run.run_dir), "--n", "6", "--seed", "1", "--out", str(pack)]) == 0
+    capsys.readouterr()
+    assert main(["label", "init", str(pack)]) == 2
+    assert "needs --raters" in capsys.readouterr().err and not (pack / "assignment.json").exists()
+    assert main(["label", "init", str(pack), "--extend"]) == 2  # nothing assigned yet to extend
+    assert "run python -m axon_eval label init" in capsys.readouterr().err
+
+
 def test_active_design_queue_runs_batch_by_batch_and_extends(run, tmp_path, capsys):
     pack = tmp_path / "apack"
     base = ["sample-for-labelling", str(run.run_dir), "--design", "active", "--budget", "10", "--signal",
@@ -588,7 +598,10 @@ def test_active_design_queue_runs_batch_by_batch_and_extends(run, tmp_path, caps
     first = json.loads((pack / "assignment.json").read_text())
     assert main(["label", "export", str(pack)]) == 2 and not (pack / "studio.imported.csv").exists()  # nothing saved
     assert main([*base, "--seed", "2", "--next-batch", str(pack)]) == 0
-    assert main(["label", "init", str(pack), "--raters", "a,b", "--overlap", "3", "--extend"]) == 0
+    assert main(["label", "init", str(pack), "--raters", "b,c", "--extend"]) == 2  # not the assigned raters
+    assert "differs from the pack's assignment (a,b)" in capsys.readouterr().err
+    assert json.loads((pack / "assignment.json").read_text()) == first  # refused: nothing written
+    assert main(["label", "init", str(pack), "--extend"]) == 0  # the raters are the assignment's
     capsys.readouterr()
     after = json.loads((pack / "assignment.json").read_text())
     design = json.loads((pack / "design.json").read_text())

@@ -1,6 +1,6 @@
 """The labelling studio's verbs: ``python -m axon_eval label init|serve|status|review|export``.
 
-``label init PACK --raters r1,r2,r3 --overlap 20 [--seed S] [--run RUN] [--extend]``
+``label init PACK --raters r1,r2,r3 --overlap 20 [--seed S] [--run RUN]``, ``label init PACK --extend``
     the seeded assignment (``assignment.json``: an overlap every rater labels, the rest split, each queue
     shuffled), the blind evidence and the rubric guide, in the pack (:mod:`axon_eval.studio.pack`).
 ``label serve PACK --rater r1 [--port N] [--no-browser]``
@@ -50,8 +50,17 @@ def default_port(pack: str | Path, rater: str) -> int:
 def _cmd_init(args: argparse.Namespace) -> int:
     from ..studio.pack import init_pack
 
+    raters = [r.strip() for r in (args.raters or "").split(",") if r.strip()]
+    if not raters and not args.extend:
+        return _fail(ValueError("label init needs --raters r1,r2,... (or --extend, for a pack assigned already)"))
     try:
-        raters = [r for r in (args.raters or "").split(",") if r.strip()]
+        if args.extend and raters:  # the raters are the assignment's: a different list is a mistake, said
+            from ..studio.pack import read_assignment
+
+            assigned = list(read_assignment(Path(args.pack)).raters)
+            if raters != assigned:
+                raise ValueError(f"--raters {','.join(raters)} differs from the pack's assignment "
+                                 f"({','.join(assigned)}); --extend deals to the assigned raters (leave --raters out)")
         a = init_pack(args.pack, raters, args.overlap, args.seed, run=args.run, extend=args.extend)
     except (OSError, ValueError) as exc:
         return _fail(exc)
@@ -238,7 +247,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     verbs = p.add_subparsers(dest="label_verb", required=True, metavar="ACTION")
     i = verbs.add_parser("init", help="seeded assignment of the pack's segments to raters")
     i.add_argument("pack", help="a labelling pack folder (sample-for-labelling --out)")
-    i.add_argument("--raters", required=True, help="comma-separated rater ids, e.g. r1,r2,r3")
+    i.add_argument("--raters", default=None,
+                   help="comma-separated rater ids, e.g. r1,r2,r3 (with --extend: the assignment's, may be left out)")
     i.add_argument("--overlap", type=int, default=20, help="segments every rater labels (default 20)")
     i.add_argument("--seed", type=int, default=0, help="seed of the assignment (default 0)")
     i.add_argument("--run", default=None, help="the run folder (default: the pack's source_run)")
