@@ -82,7 +82,26 @@ def test_a_run_too_small_to_gate_is_refused_with_the_reason(tmp_path, capsys):
     # a percentile interval of two scores is [min, max]: the old gate passed --min-mean-score <lowest>
     assert main(["gate", str(run.run_dir), "--min-mean-score", f"{lowest}"]) == 2
     err = capsys.readouterr().err
-    assert "holds 2 turn(s)" in err and "at least 20" in err and "gate_error" in err
+    assert "holds 2 turn(s)" in err and "mean score 50" in err and "gate_error" in err
+
+
+def test_a_mean_needs_more_turns_than_a_share(tmp_path, capsys):
+    """30 turns: a share threshold decides (Clopper-Pearson holds at every n), a mean threshold or a mean
+    among the gated figures is refused, naming the figure and its minimum."""
+    from axon_eval.stats.gate_intervals import MIN_GATE_TURNS, MIN_MEAN_GATE_TURNS, least_turns
+
+    assert least_turns("share poor") == MIN_GATE_TURNS < 30 < MIN_MEAN_GATE_TURNS == least_turns("mean score")
+    assert least_turns("mean sql_quality") == MIN_MEAN_GATE_TURNS and least_turns("share poor", paired=True) == 30
+    turns = [json.loads(line) for line in SAMPLE.read_text().splitlines() if line.strip()]
+    thirty = tmp_path / "thirty.jsonl"
+    thirty.write_text("".join(json.dumps(t) + "\n" for t in turns[:30]))
+    run = runs.evaluate(thirty, "heuristic", out_dir=tmp_path / "runs", name="thirty", progress=False, cache=False)
+    assert main(["gate", str(run.run_dir), "--max-share-poor", "0.99"]) == 0
+    capsys.readouterr()
+    for argv in (["--min-mean-score", "1"], ["--max-share-poor", "0.99", "--min", "mean sql_quality=1"]):
+        assert main(["gate", str(run.run_dir), *argv]) == 2
+        err = capsys.readouterr().err
+        assert "holds 30 turn(s)" in err and f" {MIN_MEAN_GATE_TURNS}" in err and "share poor" not in err
 
 
 @pytest.mark.parametrize("argv, message", [

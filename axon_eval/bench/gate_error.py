@@ -1,14 +1,13 @@
 """``make bench`` section ``gate_error``: the SIMULATED one-sided error of every gate rule at n = 5 to 300.
 
-Every labelled set bundled under ``data/turns/`` is judged by the offline judge (into a temporary runs
-folder), and its turns become the populations of :func:`axon_eval.stats.gate_error.gate_error_cells`:
+Every labelled set bundled under ``data/turns/`` is judged by each offline judge (:data:`JUDGES`: the
+default and the rule judge, into a temporary runs folder), and its turns become the populations of :func:`axon_eval.stats.gate_error.gate_error_cells`:
 a run whose true mean score, share poor or share good is exactly the threshold, and B exactly one
 margin worse than A. :func:`axon_eval.stats.gate_error.gate_error_table` draws
 :data:`~axon_eval.stats.gate_error.GATE_ERROR_REPLICATES` samples per cell (seed 0) and counts how often
 the gate passes. One row per rule and n gives the worst population's error; the target is at most
 :data:`~axon_eval.stats.gate_intervals.MAX_GATE_ERROR` at every n the gate accepts (below
-:data:`~axon_eval.stats.gate_intervals.MIN_GATE_TURNS` turns, or
-:data:`~axon_eval.stats.gate_intervals.MIN_PAIRED_TURNS` paired turns, the gate refuses: those rows
+:func:`~axon_eval.stats.gate_intervals.least_turns` of the rule's figure the gate refuses: those rows
 are reported, not gated). Every figure is SIMULATED.
 """
 
@@ -26,19 +25,22 @@ from .table import row
 ROOT = Path(__file__).resolve().parents[2]
 #: The bundled evidence the populations come from (each judged by the offline judge).
 SETS: tuple[str, ...] = ("sample", "hotel", "learning", "transit", "water", "library", "ood")
+#: The offline judges whose scores make the populations: a gate must hold its rate under either.
+JUDGES: tuple[str, ...] = ("heuristic", "heuristic-rules")
 
 
-def bundled_results(sets: tuple[str, ...] = SETS) -> dict[str, pd.DataFrame]:
-    """Each bundled set judged by the offline ``heuristic`` judge under ``axon-v1`` (a temporary runs
-    folder): name -> the run's results frame."""
+def bundled_results(sets: tuple[str, ...] = SETS, judges: tuple[str, ...] = JUDGES) -> dict[str, pd.DataFrame]:
+    """Each bundled set judged by each offline judge under ``axon-v1`` (a temporary runs folder):
+    ``"<set> (<judge spec>)"`` -> the run's results frame."""
     from ..runs import evaluate, load_run
 
     out = {}
     with tempfile.TemporaryDirectory(prefix="axon-bench-gate-") as tmp:
-        for name in sets:
-            path = ROOT / "data/turns" / ("sample_turns.jsonl" if name == "sample" else f"{name}_turns.jsonl")
-            run = evaluate(path, "heuristic", "axon-v1", out_dir=tmp, name=name, progress=False, seed=0)
-            out[name] = load_run(run.run_dir).results
+        for judge in judges:
+            for name in sets:
+                path = ROOT / "data/turns" / ("sample_turns.jsonl" if name == "sample" else f"{name}_turns.jsonl")
+                run = evaluate(path, judge, "axon-v1", out_dir=tmp, name=name, progress=False, seed=0)
+                out[f"{name} ({judge})"] = load_run(run.run_dir).results
     return out
 
 

@@ -101,12 +101,19 @@ def _finished_run(run: Any, what: str) -> list[str]:
                       f"run; finish it with `python -m axon_eval evaluate --resume {run.run_dir}`")
 
 
-def _enough_turns(table: Any, what: str, least: int) -> None:
+def _enough_turns(table: Any, what: str, figures: Any) -> None:
+    """Refuse when the gated ``figures`` need more turns than ``table`` holds: each figure's minimum is
+    ``table.attrs["min_turns"][figure]`` (:func:`axon_eval.stats.gate_intervals.least_turns`)."""
     turns = int(table["n_clusters"].max()) if len(table) else 0
-    if turns < least:
-        raise GateRefused(f"{what} holds {turns} turn(s); a gate decides on at least {least} (below that its "
-                          "SIMULATED one-sided error exceeds 3% on some population: `make bench`, section "
-                          "gate_error); judge more turns, or compare without a gate")
+    least = table.attrs["min_turns"]
+    # an unknown figure is left to the gate, whose error names the figures there are
+    short = sorted((f for f in figures if turns < least.get(f, 0)), key=lambda f: -least[f])
+    if short:
+        need = ", ".join(f"{f} {least[f]}" for f in short)
+        raise GateRefused(f"{what} holds {turns} turn(s); a gate decides on at least (by figure) {need} (below "
+                          "that its SIMULATED one-sided error exceeds 3% on some population: `make bench`, section "
+                          "gate_error; a mean needs more turns than a share because a skewed population's few low "
+                          "turns are missing from most small samples); judge more turns, or compare without a gate")
 
 
 def _refuse_simulated(disclosures: list[str], allow: bool) -> None:
@@ -137,7 +144,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from ..stats.difference import format_differences
     from ..runs import load_run
     from ..stats.gate import non_inferiority_gate, uninformative_figures
-    from ..stats.gate_intervals import MIN_PAIRED_TURNS, paired_gate_table
+    from ..stats.gate_intervals import paired_gate_table
 
     margins = {figure: getattr(args, opt) for opt, figure in NAMED_MARGINS.items() if getattr(args, opt) is not None}
     try:
@@ -167,7 +174,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                     raise ValueError(f"the runs share {comparison.n_compared} judged segment(s); a gate on B - A "
                                      "needs paired segments")
                 table = paired_gate_table(comparison.paired.pairs, comparison.confidence)
-                _enough_turns(table, "the comparison", MIN_PAIRED_TURNS)
+                _enough_turns(table, "the comparison", margins)
                 statistic = ("the difference B - A over paired units, clustered by turn: Student-t and Hall's "
                              "skew-corrected bound (the farther) for the mean score, the MOVER of Clopper-Pearson "
                              "bounds for shares")
@@ -223,7 +230,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     from ..runs.calibration import read_calibration
     from ..runs.disclosure import judge_disclosure
     from ..stats.gate import threshold_gate, uninformative_figures
-    from ..stats.gate_intervals import MIN_GATE_TURNS, gate_table
+    from ..stats.gate_intervals import gate_table
 
     minimums = {f: getattr(args, opt) for opt, (rule, f) in NAMED_THRESHOLDS.items()
                 if rule == "min" and getattr(args, opt) is not None}
@@ -276,7 +283,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
                          "normal from 50; the method is named on each figure)")
         else:
             table = gate_table(run.results, rubric, confidence=args.confidence)
-            _enough_turns(table, f"run {Path(run.run_dir).name}", MIN_GATE_TURNS)
+            _enough_turns(table, f"run {Path(run.run_dir).name}", [*minimums, *maximums])
             statistic = ("each headline figure's interval over turns (means: Student-t and Hall's skew-corrected "
                          "bound, the farther; shares: Clopper-Pearson at the effective n)")
         decision = threshold_gate(table, minimums=minimums, maximums=maximums, statistic=statistic,

@@ -34,7 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .gate_intervals import MAX_GATE_ERROR, MIN_GATE_TURNS, MIN_PAIRED_TURNS, hall_bounds, paired_share_bounds, share_bounds
+from .gate_intervals import (MAX_GATE_ERROR, MIN_GATE_TURNS, MIN_MEAN_GATE_TURNS, MIN_PAIRED_TURNS, hall_bounds,
+                             paired_share_bounds, share_bounds)
 from .intervals import CONFIDENCE
 
 #: The sample sizes (turns) of the table, from below the gate's minimum to a large run.
@@ -132,11 +133,12 @@ def cell_error(rule: str, pop: TurnPopulation, n: int, *, replicates: int = GATE
 def gate_error_table(cells: Mapping[str, Sequence[tuple[TurnPopulation, float]]], *,
                      ns: Sequence[int] = GATE_ERROR_NS, replicates: int = GATE_ERROR_REPLICATES, seed: int = 0,
                      confidence: float = CONFIDENCE, min_turns: int = MIN_GATE_TURNS,
-                     min_paired: int = MIN_PAIRED_TURNS) -> pd.DataFrame:
+                     min_paired: int = MIN_PAIRED_TURNS, min_mean: int = MIN_MEAN_GATE_TURNS) -> pd.DataFrame:
     """The SIMULATED error of each rule at each n: ``cells`` maps a rule of :data:`RULES` to its
     populations, each with its margin (0 for a threshold). One row per (rule, population, n):
-    ``rule``, ``population``, ``n``, ``accepted`` (``n >= min_turns``, or ``min_paired`` for a
-    non-inferiority rule: below it the gate refuses),
+    ``rule``, ``population``, ``n``, ``accepted`` (``n`` at least ``min_mean`` for a rule on a mean,
+    ``min_paired`` for non-inferiority of a share, ``min_turns`` for a threshold on a share: below it the
+    gate refuses),
     ``error`` (fraction), ``mc_se``, ``within_goal`` (``error <= MAX_GATE_ERROR``), ``simulated``
     (always True), ``replicates``, ``seed``."""
     rows = []
@@ -149,7 +151,8 @@ def gate_error_table(cells: Mapping[str, Sequence[tuple[TurnPopulation, float]]]
                 e = cell_error(rule, pop, int(n), replicates=replicates, seed=seed * 1_000_003 + index,
                                confidence=confidence, margin=margin)
                 index += 1
-                least = min_paired if rule.startswith("non-inferiority") else min_turns
+                least = (min_mean if rule.endswith(" mean") else
+                         min_paired if rule.startswith("non-inferiority") else min_turns)
                 rows.append({"rule": rule, "population": pop.name, "n": int(n), "accepted": int(n) >= least,
                              "error": e, "mc_se": math.sqrt(e * (1 - e) / replicates),
                              "within_goal": e <= MAX_GATE_ERROR, "simulated": True, "replicates": replicates,
