@@ -23,6 +23,7 @@ import yaml
 from scipy import stats
 
 from axon_eval import runs
+from axon_eval.judges import build_judge
 from axon_eval.calibration import anchors
 from axon_eval.cli import main
 from axon_eval.runs.io import results_sha256
@@ -255,7 +256,7 @@ def test_mark_anchor_freezes_hashes_and_is_never_remarked(env):
     run = evaluated(env)
     assert not anchors.is_anchor(run)
     a = anchors.mark_anchor(run, "reference run for the test")
-    assert anchors.is_anchor(run) and a.judge_id == "heuristic" and a.note == "reference run for the test"
+    assert anchors.is_anchor(run) and a.judge_id == build_judge("heuristic").judge_id and a.note == "reference run for the test"
     stored = json.loads((run / "anchor.json").read_text())
     assert stored["verdicts_sha256"] == runs.file_sha256(run / "verdicts.jsonl")
     assert stored["results_sha256"] == results_sha256(run)  # the parts of its results dataset, in order
@@ -339,7 +340,7 @@ def test_cli_anchor_then_drift(env, capsys):
     folder = next(p for p in out.iterdir() if "_drift_" in p.name)
     record = json.loads((folder / "drift.json").read_text())
     assert record["simulated"] is True and record["decision"] in ("adopt", "hold")
-    assert record["candidate_judge_id"].startswith("simulated(") and record["anchor_judge_id"] == "heuristic"
+    assert record["candidate_judge_id"].startswith("simulated(") and record["anchor_judge_id"] == build_judge("heuristic").judge_id
     assert record["decision_detail"]["thresholds"]["path"] == "axon_eval/drift/thresholds.yaml"
     assert f"DECISION: {record['decision']}" in captured.out
     for name in ("decision.csv", "dimensions.csv", "transitions.csv", "deltas.parquet", "drift.html", "manifest.json"):

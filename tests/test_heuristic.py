@@ -331,7 +331,7 @@ def test_code_hash_covers_every_module_of_the_package():
 def test_determinism_and_record_fields():
     view = final_view("Harbour City won 24-17.")
     r1, r2 = JUDGE.judge(view), JUDGE.judge(view)
-    assert r1.verdict == r2.verdict and r1.judge_id == "heuristic" and r1.cost_usd == 0.0
+    assert r1.verdict == r2.verdict and r1.judge_id == "heuristic-rules" and r1.cost_usd == 0.0
     assert r1.prompt_version.startswith("heuristic-checks-v") and r1.extra["heuristic"]["band"] in ("good", "partial", "poor")
     assert HeuristicJudge().judge_id == JUDGE.judge_id
 

@@ -383,18 +383,26 @@ def test_equivalent_rewrites_judged_good_by_hand():
     assert goals["equivalent_good"] == {"value": 0.25, "n": 4, "goal": ">= 0.9", "met": False}
 
 
-def test_the_rule_judge_is_measurable_by_its_own_name():
+def test_the_default_is_the_fitted_judge_and_the_rule_judge_keeps_its_own_name():
     from axon_eval.judges.heuristic import HeuristicJudge
+    from axon_eval.judges.heuristic.fitted import FittedHeuristicJudge
 
-    rules, default = build_judge("heuristic-rules"), build_judge("heuristic")
-    assert type(rules) is HeuristicJudge and rules.judge_id == default.judge_id == "heuristic"
-    assert rules.prompt_version == default.prompt_version
-    assert build_judge("heuristic-rules(lexicon=retail)").judge_id == "heuristic[lexicon=retail]"
+    rules, default, fitted = build_judge("heuristic-rules"), build_judge("heuristic"), build_judge("heuristic-fitted")
+    assert type(default) is FittedHeuristicJudge and default.judge_id == fitted.judge_id
+    assert default.judge_id.startswith("heuristic-fitted[") and default.prompt_version == fitted.prompt_version
+    assert type(rules) is HeuristicJudge and rules.judge_id == "heuristic-rules"
+    assert rules.prompt_version != default.prompt_version  # no verdict of one is ever served as the other's
+    assert build_judge("heuristic-rules(lexicon=retail)").judge_id == "heuristic-rules[lexicon=retail]"
+    # a lexicon changes the signals the fitted judge reads, so it is part of its id too
+    retail = build_judge("heuristic(lexicon=retail)")
+    assert retail.judge_id == default.judge_id[:-1] + ",lexicon=retail]" and retail.rules.lexicon.name == "retail"
     view = make_view("How many stays did Villa Ceres have in 2024?",
                      [sql("SELECT COUNT(*) FROM t WHERE y = 2024", ["stays"], [[247]])], "247 stays.")
-    assert rules.judge(view).verdict == default.judge(view).verdict
-    with pytest.raises(ValueError, match="lexicon"):
-        build_judge("heuristic-rules(lexicon=nope)")
+    assert default.judge(view).verdict == fitted.judge(view).verdict
+    assert rules.judge(view).judge_id == "heuristic-rules"
+    for bad in ("heuristic-rules(lexicon=nope)", "heuristic(lexicon=nope)", "heuristic-rules(file=x.json)"):
+        with pytest.raises(ValueError, match="lexicon"):
+            build_judge(bad)
 
 
 def test_lodo_never_scores_a_domain_with_its_own_model():

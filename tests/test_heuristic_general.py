@@ -355,10 +355,12 @@ def test_decision_list_order():
 # ---------------------------------------------------------------------------------------------
 def test_lexicons_and_spec_form():
     assert set(hc.available_lexicons()) >= {"sports", "retail", "finance", "none"}
-    assert build_judge("heuristic").judge_id == "heuristic"
-    j = build_judge("heuristic(lexicon=retail)")
-    assert j.judge_id == "heuristic[lexicon=retail]" and j.lexicon.name == "retail"
+    assert build_judge("heuristic-rules").judge_id == "heuristic-rules"
+    j = build_judge("heuristic-rules(lexicon=retail)")
+    assert j.judge_id == "heuristic-rules[lexicon=retail]" and j.lexicon.name == "retail"
     assert j.lexicon.expand_code("TX") == ("texas",)
+    with pytest.raises(ValueError, match="available"):
+        build_judge("heuristic-rules(lexicon=astrology)")
     with pytest.raises(ValueError, match="available"):
         build_judge("heuristic(lexicon=astrology)")
     # the sports words live in the sports lexicon, not in the core

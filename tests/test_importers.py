@@ -352,9 +352,17 @@ def test_the_heuristic_treats_a_count_claim_on_an_unknown_row_count_as_unverifia
 
     turns, invalid = parse_turn_lines([line(1, 3), line(2, None)])
     assert not invalid
-    judge = build_judge("heuristic")
+    judge = build_judge("heuristic-rules")  # the claim check the fitted judge's faithfulness signals read
     known, unknown = (judge.judge(render_view(split_segments(t)[0], 20)) for t in turns)
     assert known.verdict.answer_faithfulness == 10
     assert 0 < unknown.verdict.answer_faithfulness < 10  # unverifiable costs something, but is no fabrication
     assert "could not verify \"3\"" in unknown.verdict.explanation
     assert "row count is unknown" in unknown.verdict.explanation
+    # the fitted offline judge reads the same finding as a signal: unverifiable, not unsupported, and a
+    # lower faithfulness grade than the supported claim's
+    fitted = build_judge("heuristic")
+    fk, fu = (fitted.judge(render_view(split_segments(t)[0], 20)) for t in turns)
+    sk, su = (r.extra["heuristic_fitted"]["signals"] for r in (fk, fu))
+    assert (sk["claims_unverifiable"], su["claims_unverifiable"]) == (0.0, 1.0)
+    assert sk["claims_unsupported"] == su["claims_unsupported"] == 0.0
+    assert 0 < fu.verdict.answer_faithfulness < fk.verdict.answer_faithfulness

@@ -26,13 +26,13 @@ SAMPLE = ROOT / "data" / "turns" / "sample_turns.jsonl"
 
 @pytest.fixture(scope="module")
 def fitted_run(tmp_path_factory):
-    return runs.evaluate(SAMPLE, "heuristic-fitted", "axon-v1", out_dir=tmp_path_factory.mktemp("runs"), name="fitted",
+    return runs.evaluate(SAMPLE, "heuristic", "axon-v1", out_dir=tmp_path_factory.mktemp("runs"), name="fitted",
                          progress=False, cache=False)
 
 
 @pytest.fixture(scope="module")
 def rules_run(tmp_path_factory):
-    return runs.evaluate(SAMPLE, "heuristic", "axon-v1", out_dir=tmp_path_factory.mktemp("runs"), name="rules",
+    return runs.evaluate(SAMPLE, "heuristic-rules", "axon-v1", out_dir=tmp_path_factory.mktemp("runs"), name="rules",
                          progress=False, cache=False)
 
 

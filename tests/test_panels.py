@@ -175,7 +175,8 @@ def test_two_independent_members_with_equal_noise_halve_the_error_variance():
 
 def test_a_duplicated_member_adds_cost_and_no_agreement(sample_members):
     labels = load_labels("data/turns/labels.csv")
-    heur = sample_members[sample_members["member"] == "heuristic"]
+    # the offline judge, under a short member name (its judge id carries its coefficients' hash)
+    heur = sample_members[sample_members["member"] == build_judge("heuristic").judge_id].assign(member="heuristic")
     copy = heur.assign(member="heuristic-copy")
     study = panel_study(pd.concat([heur, copy]), labels, declared_cost=None, confirm_n_boot=None)
     p = study.panels.set_index("panel_id")
@@ -450,7 +451,8 @@ def test_panel_labels_from_constructed_and_human_labels():
 # -- simulated members -------------------------------------------------------------------------------------
 def test_simulated_members_have_their_characters_and_the_blind_pair_counts_as_fewer_judges(sample_members):
     labels = load_labels("data/turns/labels.csv")
-    heur = sample_members[sample_members["member"] == "heuristic"]
+    # the offline judge, under a short member name (its judge id carries its coefficients' hash)
+    heur = sample_members[sample_members["member"] == build_judge("heuristic").judge_id].assign(member="heuristic")
     sim = simulated_members(heur, labels, seed=5, n_samples=3)
     assert sim["member"].str.startswith(SIMULATED_PREFIX).all() and sim["simulated"].all()
     assert sim.attrs["label"] == "SIMULATED"

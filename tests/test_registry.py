@@ -70,9 +70,10 @@ def test_build_replay(tmp_path):
 
 @pytest.mark.skipif(not HAS_HEURISTIC, reason="axon_eval/judges/heuristic.py not present yet")
 def test_build_heuristic_lazily():
-    judge = build_judge("heuristic")
-    assert judge.judge_id == "heuristic"
-    assert build_judge("noise(heuristic, sd=1.0, seed=7)").judge_id == "noise(sd=1.0,seed=7)[heuristic]"
+    judge = build_judge("heuristic")  # the fitted offline judge, named by its coefficient file's hash
+    assert judge.judge_id.startswith("heuristic-fitted[") and judge.judge_id == build_judge("heuristic-fitted").judge_id
+    assert build_judge("noise(heuristic, sd=1.0, seed=7)").judge_id == f"noise(sd=1.0,seed=7)[{judge.judge_id}]"
+    assert build_judge("heuristic-rules").judge_id == "heuristic-rules"
 
 
 @pytest.mark.parametrize(("spec", "problem"), [

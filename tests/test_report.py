@@ -351,7 +351,8 @@ def test_the_score_bands_kappa_comes_first_and_the_verdicts_beside_it(labelled_r
     res = labelled_run.results.set_index("segment_id")
     band_kappa = cohen_kappa_score(res["band"], labels.reindex(res.index))
     verdict_kappa = cohen_kappa_score(res["judge_verdict"], labels.reindex(res.index))
-    assert round(band_kappa, 2) == 0.62 and round(verdict_kappa, 2) == 0.98  # the figures the issue quotes
+    # the offline judge on the bundled sample (CONSTRUCTED labels; docs/studies/05-calibration.md)
+    assert round(band_kappa, 2) == 0.47 and round(verdict_kappa, 2) == 0.43
     band_name, verdict_name = "score band vs labels (Cohen&#x27;s kappa)", "judge verdict vs labels (Cohen&#x27;s kappa)"
     assert part.index(band_name) < part.index(verdict_name)
     assert f"{band_name} {band_kappa:.2f} (95% CI " in part and f"{verdict_name} {verdict_kappa:.2f} (95% CI " in part

@@ -19,6 +19,10 @@ from axon_eval.runs.notebook import check_parameters, load_params_files, noteboo
 from axon_eval.runs import file_sha256
 from axon_eval.stats.horizon import BY_HORIZON_KEYS, STUDY_NAME
 from tests.notebook_checks import assert_numbers_for_people, assert_thin_notebook, run_smoke, table_cells_for_people, unfit_for_people
+from axon_eval.judges import build_judge
+
+#: The offline judge's id (the fitted judge, named by its coefficient file's hash).
+DEFAULT_JUDGE_ID = build_judge("heuristic").judge_id
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "04_row_horizon.ipynb"
@@ -117,7 +121,7 @@ def test_smoke_run_writes_the_study_folder(smoke_runs):
     assert "constructed" in page
 
     m = json.loads((folder / "manifest.json").read_text())
-    assert m["status"] == "complete" and m["kind"] == "study" and m["judge_id"] == "heuristic"
+    assert m["status"] == "complete" and m["kind"] == "study" and m["judge_id"] == DEFAULT_JUDGE_ID
     for rel in ("data/turns/horizon_turns.jsonl", "data/turns/horizon_labels.csv"):
         assert m["input_files"][rel] == file_sha256(ROOT / rel)
 
@@ -146,7 +150,7 @@ def test_smoke_study_json_holds_the_issue_keys_for_every_sampler_and_horizon(smo
     study = json.loads((first.run_dir / "study.json").read_text())
     assert STUDY_KEYS <= set(study)
     assert study["study"] == STUDY_NAME and study["simulated"] is False and study["source_run"] is None
-    assert study["judge_id"] == "heuristic" and study["n_segments"] == 8 and isinstance(study["goal_met"], bool)
+    assert study["judge_id"] == DEFAULT_JUDGE_ID and study["n_segments"] == 8 and isinstance(study["goal_met"], bool)
     smoke = load_params_files([SMOKE])
     entries = {(e["sampler"], e["horizon"]): e for e in study["by_horizon"]}
     assert set(entries) == {(s, h) for s in smoke["samplers"] for h in smoke["horizons"]}

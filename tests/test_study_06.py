@@ -22,6 +22,10 @@ from axon_eval.calibration import anchors
 from axon_eval.runs.notebook import check_parameters, load_params_files, notebook_parameters, run_notebook
 from axon_eval.stats.drift import THRESHOLDS
 from tests.notebook_checks import assert_numbers_for_people, assert_thin_notebook
+from axon_eval.judges import build_judge
+
+#: The offline judge's id (the fitted judge, named by its coefficient file's hash).
+DEFAULT_JUDGE_ID = build_judge("heuristic").judge_id
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "06_judge_drift.ipynb"
@@ -88,7 +92,7 @@ def test_smoke_run_writes_the_study(tmp_path, monkeypatch):
 
     anchor = Path(study["source_run"])
     assert anchor.parent.resolve() == tmp_path.resolve() and anchors.is_anchor(anchor)
-    assert study["anchor_run"] == anchor.name and anchors.verify_anchor(anchor).judge_id == "heuristic"
+    assert study["anchor_run"] == anchor.name and anchors.verify_anchor(anchor).judge_id == DEFAULT_JUDGE_ID
     candidate = Path(study["candidate_run"])
     assert candidate.parent.resolve() == tmp_path.resolve()
     assert runs.load_run(candidate).manifest.source_run == str(anchor)
@@ -112,7 +116,7 @@ def test_explicit_anchor_with_the_same_judge_does_not_drift(tmp_path, monkeypatc
                           out_dir=tmp_path)
     assert result.status == "complete", result.error
     study = check_study(result.run_dir)
-    assert study["simulated"] is False and study["judge_id"] == "heuristic"
+    assert study["simulated"] is False and study["judge_id"] == DEFAULT_JUDGE_ID
     assert study["mean_delta"] == 0 and study["mean_delta_ci"] == [0, 0] and study["wilcoxon_p"] is None
     assert study["decision"] == "adopt" and study["n"] == len(source.results)
     assert Path(study["source_run"]).resolve() == source.run_dir.resolve()

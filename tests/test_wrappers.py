@@ -503,7 +503,7 @@ def test_ensemble_member_unscorable_beside_a_banded_member_is_a_disagreement_nev
     expected = score_turn(dict(zip(DIMENSIONS, (8, 8, 8, 7))), view.facts, rubric)
     assert fixed["score"] == expected.score and fixed["band"] == expected.band and fixed["unscorable_reason"] is None
     assert rec.extra["disagreement"]
-    assert rec.extra["disagreement_reasons"][0] == f"1 of 2 scored members unscorable under rubric {rubric.id}: heuristic"
+    assert rec.extra["disagreement_reasons"][0] == f"1 of 2 scored members unscorable under rubric {rubric.id}: heuristic-rules"
     # the combination keeps the one observed faithfulness, so it is scorable
     assert rec.verdict.answer_faithfulness == 7 and rec.extra["unscorable_reason"] is None
 

@@ -1,4 +1,6 @@
-"""Benchmark section ``heuristic``: throughput of the offline judge and its agreement with labels.
+"""Benchmark section ``heuristic``: throughput of the rule judge (``heuristic-rules``, whose checks the
+fitted offline judge's signals read) and its agreement with labels; the fitted judge's own figures are
+section ``fitted_judge``.
 
 ``bench_heuristic()`` returns rows ``{"section": "heuristic", "name", "value", "unit", "target", "ok"}``.
 The published figure is the **scorer's band** (what users see) against the labelled verdict; the
@@ -11,9 +13,9 @@ shown beside it for information.
   ranges, and the verdict's kappa.
 * **out-of-domain set** (``data/turns/ood_turns.jsonl``: an e-commerce/finance warehouse, another
   generator, frozen before the checks were made domain-general and never used to tune a single
-  item): the same figures with the default judge (``heuristic``, sports lexicon: domain-general by
+  item): the same figures with the rule judge (``heuristic-rules``, sports lexicon: domain-general by
   construction) -- band kappa target >= 0.65, fabricated caught >= 90% -- and, for information, with
-  ``heuristic(lexicon=retail)``.
+  ``heuristic-rules(lexicon=retail)``.
 * **candidate rubric** ``axon-v1-faithpartial`` (NOT the default; :data:`CANDIDATE_RUBRIC`): the band
   kappa of the same judgements under a rubric where an unfaithful answer cannot be good, printed for
   the rubric's owner beside the default's (no goal: it is a rubric decision, not a judge figure).
@@ -199,14 +201,14 @@ def bench_heuristic(turns_path: str | Path = SAMPLE_TURNS, labels_path: str | Pa
                      "kappa", rubric_id=candidate.id))
     if Path(ood_turns).exists() and Path(ood_labels).exists():
         ood = measure(ood_turns, ood_labels)
-        rows += _agreement_rows("out-of-domain e-commerce set (default heuristic)", ood, BAND_KAPPA_GOAL_OOD,
+        rows += _agreement_rows("out-of-domain e-commerce set (heuristic-rules)", ood, BAND_KAPPA_GOAL_OOD,
                                 FABRICATED_GOAL)
         rows.append(_row(f"out-of-domain e-commerce set, candidate rubric {CANDIDATE_RUBRIC} (NOT the default): "
                          "kappa scorer band vs labels",
                          round(measure(ood_turns, ood_labels, rubric=candidate)["band_kappa"], 3), "kappa",
                          rubric_id=candidate.id))
         retail = measure(ood_turns, ood_labels, "retail")
-        rows += _agreement_rows("out-of-domain e-commerce set, heuristic(lexicon=retail)", retail, None, None)[:2]
+        rows += _agreement_rows("out-of-domain e-commerce set, heuristic-rules(lexicon=retail)", retail, None, None)[:2]
     present = [(label, t, lab) for label, t, lab in class_sets if Path(t).exists() and Path(lab).exists()]
     for label, t, lab in present:
         rows += _agreement_rows(label, measure(t, lab), None, None)
@@ -225,7 +227,7 @@ def bench_heuristic(turns_path: str | Path = SAMPLE_TURNS, labels_path: str | Pa
             held, None, None)[:3]]
         views = distinct_views([turns_path, ood_turns, HORIZON_TURNS, *(t for _, t, _ in present), held_turns])
         rate, seconds, n = heuristic_throughput(views=views, passes=passes)
-    rows.insert(0, _row(f"heuristic judge, {n:,} distinct views, cold parse caches", round(rate), "turns/s",
+    rows.insert(0, _row(f"rule judge (heuristic-rules), {n:,} distinct views, cold parse caches", round(rate), "turns/s",
                         f">= {THROUGHPUT_GOAL:g}", rate >= THROUGHPUT_GOAL, seconds=round(seconds, 3)))
     return rows
 

@@ -13,7 +13,7 @@ by name:
 * ``model`` -- the root mean square of ``label - judge`` per judge band fitted on the labels so far
   (:func:`pilot_residuals`, :func:`axon_eval.stats.label_budget.error_model`);
 * ``p_not_good[:RUN]`` -- the fitted offline judge's probability that the segment is not good
-  (``heuristic-fitted``, :mod:`axon_eval.judges.heuristic.fitted`), from the run's own verdicts or from
+  (``heuristic``, :mod:`axon_eval.judges.heuristic.fitted`), from the run's own verdicts or from
   ``RUN``, a run of that judge over the same evidence (:func:`fitted_not_good`);
 * ``p_not_good_entropy[:RUN]`` -- its binary entropy in bits, largest where the model is least sure::
 
@@ -82,7 +82,7 @@ def fitted_not_good(run: Any) -> tuple[pd.Series, str]:
     Read from the run's verdicts (``verdicts.jsonl``): ``extra["heuristic_fitted"]["p_not_good"]`` of each
     judged record, averaged over a segment's samples when the run repeated them. A ``ValueError`` when the
     run holds no such record (it was judged by another judge): evaluate or rejudge its evidence with
-    ``heuristic-fitted`` and name that run (``p_not_good:RUN``)."""
+    ``heuristic`` (the fitted judge) and name that run (``p_not_good:RUN``)."""
     from ..runs import Run, load_run
     from ..runs.load import iter_verdicts
 
@@ -101,8 +101,8 @@ def fitted_not_good(run: Any) -> tuple[pd.Series, str]:
         judges.add(rec.judge_id)
     if not total:
         raise ValueError(f"run {Path(r.run_dir).name} (judge {r.manifest.judge_id}) has no verdict with the fitted "
-                         "offline judge's P(not good): evaluate or rejudge its evidence with heuristic-fitted and "
-                         "name that run, p_not_good:RUN")
+                         "offline judge's P(not good): evaluate or rejudge its evidence with the offline judge "
+                         "(heuristic, judge id heuristic-fitted[...]) and name that run, p_not_good:RUN")
     values = pd.Series({sid: total[sid] / count[sid] for sid in total}, dtype=np.float64)
     return values, ", ".join(sorted(judges))
 
@@ -117,8 +117,8 @@ def load_signal(spec: str, run: Any, *, pilot: pd.DataFrame | None = None, root:
     * ``model`` -- a model of ``|label - judge|`` fitted on the labels so far (``pilot``:
       :func:`pilot_residuals`; cells: the judge's band; :func:`axon_eval.stats.label_budget.error_model`);
     * ``p_not_good`` -- the fitted offline judge's ``P(not good)`` from ``run``'s own verdicts (a run judged
-      by ``heuristic-fitted``), or ``p_not_good:RUN`` from ``RUN``'s (any judge's run of the same evidence
-      can take a companion run of ``heuristic-fitted``; :func:`fitted_not_good`);
+      by the fitted offline judge ``heuristic``), or ``p_not_good:RUN`` from ``RUN``'s (any judge's run of the
+      same evidence can take a companion run of it; :func:`fitted_not_good`);
     * ``p_not_good_entropy`` / ``p_not_good_entropy:RUN`` -- the binary entropy of that probability in
       bits (:func:`binary_entropy`): highest where the fitted model is least sure;
     * a CSV file with the columns ``segment_id`` and ``signal``.
@@ -157,7 +157,7 @@ def load_signal(spec: str, run: Any, *, pilot: pd.DataFrame | None = None, root:
         covered = int(p.index.isin(ids).sum())
         if covered == 0:
             raise ValueError(f"{spec}: the run's verdicts cover none of this run's {len(ids)} judged segments; name "
-                             "a run of heuristic-fitted over the same evidence")
+                             "a run of the offline judge (heuristic, judge id heuristic-fitted[...]) over the same evidence")
         origin = f"run {Path(source_run).name}" if source_run else "this run"
         p = p.reindex(ids)
         if name == "p_not_good":

@@ -2,13 +2,13 @@
 
 Valid forms (nest freely)::
 
-    heuristic                                   offline deterministic judge (code only)
+    heuristic                                   the offline judge: named signals plus a small fitted model
+                                                (packaged coefficients; judge id heuristic-fitted[<file hash>])
     heuristic(lexicon=<name>)                   the same with a domain lexicon (sports default, retail, finance, none)
-    heuristic-rules[(lexicon=<name>)]           the rule judge by the name it keeps beside the fitted one (the
-                                                same judge and id as heuristic)
-    heuristic-fitted                            OPT-IN candidate: signals plus a small fitted model (packaged
-                                                coefficients; judge id heuristic-fitted[<file hash>])
-    heuristic-fitted(file=<path>)               the same with the coefficients of another file (a refit)
+    heuristic-fitted[(file=<path>)]             the same judge by its own name; with file=, the coefficients of
+                                                another file (a refit, a judge id of its own)
+    heuristic-rules[(lexicon=<name>)]           the earlier rule judge (hand-set deductions and a decision list),
+                                                kept measurable beside the fitted one; judge id heuristic-rules
     anthropic:<model>[@<base_url>][#free_text]  Claude through the Anthropic API (or a compatible server);
                                                 claude:<model>... is an alias (the same judge and id)
     openai:<model>[@<base_url>][#free_text]     any OpenAI-compatible server
@@ -62,8 +62,8 @@ from .base import Judge
 VALID_FORMS = (
     "heuristic",
     "heuristic(lexicon=sports|retail|finance|none)",
-    "heuristic-rules[(lexicon=sports|retail|finance|none)]  (alias of heuristic)",
-    "heuristic-fitted[(file=<coefficients.json>)]",
+    "heuristic-fitted[(file=<coefficients.json>)]  (heuristic-fitted is heuristic)",
+    "heuristic-rules[(lexicon=sports|retail|finance|none)]  (the earlier rule judge)",
     "anthropic:<model>[@<base_url>][#free_text]  (alias claude:<model>...)",
     "openai:<model>[@<base_url>][#free_text]",
     "repeat(<spec>, <n>)",
@@ -77,7 +77,7 @@ WRAPPERS = ("repeat", "ensemble", "replay", "noise", "simulate", "prompt")
 _KEYWORD = re.compile(r"([A-Za-z_]\w*)\s*=(?!=)")
 _NAME = re.compile(r"[A-Za-z_]\w*")
 _FITTED_CALL = re.compile(r"heuristic-fitted\s*\((.*)\)", re.S)
-#: The rule judge's second name, kept so that it stays measurable by name beside the fitted judge.
+#: The earlier rule judge's name, kept so that it stays measurable beside the fitted judge.
 RULES_ALIAS = "heuristic-rules"
 _RULES_CALL = re.compile(r"heuristic-rules\s*\((.*)\)", re.S)
 
@@ -298,14 +298,25 @@ def _no_prompt_file(spec: str, what: str, options: dict[str, Any]) -> None:
                               "anthropic:/openai: judges only")
 
 
-def _build_fitted(spec: str, path: str | None, options: dict[str, Any]) -> Judge:
+def _build_fitted(spec: str, path: str | None, options: dict[str, Any], lexicon: str | None = None) -> Judge:
     """The fitted offline judge with the packaged coefficients, or those of the file ``path``."""
-    _no_prompt_file(spec, "the fitted heuristic judge", options)
+    _no_prompt_file(spec, "the heuristic judge", options)
     from .heuristic.fitted import FittedHeuristicJudge
 
     try:
-        return FittedHeuristicJudge(path)
-    except ValueError as exc:  # an unreadable or foreign coefficient file
+        return FittedHeuristicJudge(path, lexicon=lexicon)
+    except ValueError as exc:  # an unreadable or foreign coefficient file, an unknown lexicon
+        raise SpecError(spec, str(exc)) from None
+
+
+def _build_rules(spec: str, lexicon: str | None, options: dict[str, Any]) -> Judge:
+    """The earlier rule judge (``heuristic-rules``), with a domain lexicon."""
+    _no_prompt_file(spec, "the rule judge", options)
+    from .heuristic import HeuristicJudge  # lazy: written and owned elsewhere
+
+    try:
+        return HeuristicJudge(lexicon=lexicon)
+    except ValueError as exc:  # an unknown lexicon: the message names the available ones
         raise SpecError(spec, str(exc)) from None
 
 
@@ -314,13 +325,10 @@ def _build(node: Leaf | Quoted | Call, spec: str, options: dict[str, Any]) -> Ju
         node = Leaf(node.text)
     if isinstance(node, Leaf):
         text = node.text
-        if text in ("heuristic", RULES_ALIAS):
-            from .heuristic import HeuristicJudge  # lazy: written and owned elsewhere
-
-            _no_prompt_file(spec, "the heuristic judge", options)
-            return HeuristicJudge()
-        if text == "heuristic-fitted":
+        if text in ("heuristic", "heuristic-fitted"):
             return _build_fitted(spec, None, options)
+        if text == RULES_ALIAS:
+            return _build_rules(spec, None, options)
         fitted = _FITTED_CALL.fullmatch(text)
         if fitted is not None:  # a hyphenated name is read as a leaf: heuristic-fitted(file=<path>)
             inner = parse_spec(f"heuristic({fitted.group(1)})")
@@ -329,8 +337,11 @@ def _build(node: Leaf | Quoted | Call, spec: str, options: dict[str, Any]) -> Ju
                 raise SpecError(spec, "heuristic-fitted() takes only heuristic-fitted(file=<coefficients.json>)")
             return _build_fitted(spec, inner.kwargs["file"].strip(), options)
         rules = _RULES_CALL.fullmatch(text)
-        if rules is not None:  # heuristic-rules(lexicon=<name>): the same as heuristic(lexicon=<name>)
-            return _build(parse_spec(f"heuristic({rules.group(1)})"), spec, options)
+        if rules is not None:  # heuristic-rules(lexicon=<name>)
+            inner = parse_spec(f"heuristic({rules.group(1)})")
+            if not isinstance(inner, Call) or inner.args or set(inner.kwargs) - {"lexicon"}:
+                raise SpecError(spec, "heuristic-rules() takes only heuristic-rules(lexicon=<name>)")
+            return _build_rules(spec, inner.kwargs.get("lexicon"), options)
         leaf = parse_api_leaf(text, spec)
         if leaf is not None:
             return _build_api_leaf(leaf, text, spec, options)
@@ -338,13 +349,7 @@ def _build(node: Leaf | Quoted | Call, spec: str, options: dict[str, Any]) -> Ju
     if node.name == "heuristic":
         if node.args or set(node.kwargs) - {"lexicon"}:
             raise SpecError(spec, "heuristic() takes only heuristic(lexicon=<name>)")
-        _no_prompt_file(spec, "the heuristic judge", options)
-        from .heuristic import HeuristicJudge
-
-        try:
-            return HeuristicJudge(lexicon=node.kwargs.get("lexicon"))
-        except ValueError as exc:  # an unknown lexicon: the message names the available ones
-            raise SpecError(spec, str(exc)) from None
+        return _build_fitted(spec, None, options, lexicon=node.kwargs.get("lexicon"))
     from .wrappers import EnsembleJudge, NoiseJudge, RepeatJudge, ReplayJudge, SimulatedJudge
 
     def check_kwargs(allowed: set[str]) -> None:

@@ -354,15 +354,18 @@ class _Plan:
 
 
 class FittedHeuristicJudge(Judge):
-    """The fitted offline judge (registry spec ``heuristic-fitted``, opt-in).
+    """The fitted offline judge (registry specs ``heuristic`` and ``heuristic-fitted``).
 
-    ``judge_id`` is ``heuristic-fitted[<first 10 hex of the coefficient file's SHA-256>]``;
-    ``prompt_version`` adds the heuristic package's code hash, so edited signal code never reuses
-    cached verdicts either. ``coefficients`` is a :class:`FittedModel` or the path of a coefficient
-    file (default: the packaged :data:`DEFAULT_COEFFICIENTS`).
+    ``judge_id`` is ``heuristic-fitted[<first 10 hex of the coefficient file's SHA-256>]`` (with
+    ``lexicon=<name>`` and ``rubric=<id>`` when not the defaults: they change the signals and the
+    score); ``prompt_version`` adds the heuristic package's code hash, so edited signal code never
+    reuses cached verdicts either. ``coefficients`` is a :class:`FittedModel` or the path of a
+    coefficient file (default: the packaged :data:`DEFAULT_COEFFICIENTS`); ``lexicon`` names the domain
+    lexicon the rule checks under the signals read (default ``sports``).
     """
 
-    def __init__(self, coefficients: FittedModel | str | Path | None = None, rubric: Rubric | None = None) -> None:
+    def __init__(self, coefficients: FittedModel | str | Path | None = None, rubric: Rubric | None = None,
+                 lexicon: str | None = None) -> None:
         from .judge import HEURISTIC_VERSION, HeuristicJudge, heuristic_code_hash
 
         if isinstance(coefficients, FittedModel):
@@ -374,8 +377,8 @@ class FittedHeuristicJudge(Judge):
         self.coefficients_sha256 = digest
         self._plan = _Plan(self.coefficients)
         self.rubric = rubric or Rubric.default()
-        self.rules = HeuristicJudge(rubric=self.rubric)
-        qualifiers = [digest[:10]] + ([f"rubric={self.rubric.id}"] if self.rubric.id != Rubric.default().id else [])
+        self.rules = HeuristicJudge(rubric=self.rubric, lexicon=lexicon)
+        qualifiers = [digest[:10]] + [q for q in self.rules.judge_id.partition("[")[2].rstrip("]").split(",") if q]
         self.judge_id = f"heuristic-fitted[{','.join(qualifiers)}]"
         self.model = f"heuristic-fitted-v{FITTED_VERSION}"
         self.prompt_version = f"heuristic-fitted-v{FITTED_VERSION}+checks-v{HEURISTIC_VERSION}+{heuristic_code_hash()}"

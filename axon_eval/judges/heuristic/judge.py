@@ -99,14 +99,18 @@ def heuristic_code_hash() -> str:
 
 
 class HeuristicJudge(Judge):
-    """Deterministic offline judge (``judge_id = "heuristic"``, the registry spec).
+    """The earlier deterministic offline judge: hand-set deductions and a decision list (registry spec
+    and ``judge_id`` ``heuristic-rules``). It is kept measurable beside the fitted judge
+    (:mod:`axon_eval.judges.heuristic.fitted`, the registry's ``heuristic``), whose signals read its
+    checks.
 
     The behaviour version lives in ``prompt_version`` (``heuristic-checks-v<N>+<code hash>``) and
     ``model`` (``heuristic-v<N>``); the verdict cache key hashes ``prompt_version`` with the judge id,
     so edited checks never reuse old verdicts. ``rubric`` supplies the weights, caps and bands of the
     score stated in the explanation (default ``axon-v1``); ``lexicon`` names the domain lexicon
     (default ``sports``). A non-default rubric or lexicon is named in the judge id
-    (``heuristic[lexicon=retail]``, ``heuristic[rubric=<id>]``) because it changes the judgements.
+    (``heuristic-rules[lexicon=retail]``, ``heuristic-rules[rubric=<id>]``) because it changes the
+    judgements.
     """
 
     def __init__(self, rubric: Rubric | None = None, lexicon: str | Lexicon | None = None) -> None:
@@ -117,7 +121,7 @@ class HeuristicJudge(Judge):
             qualifiers.append(f"lexicon={self.lexicon.name}")
         if self.rubric.id != Rubric.default().id:
             qualifiers.append(f"rubric={self.rubric.id}")
-        self.judge_id = "heuristic" + (f"[{','.join(qualifiers)}]" if qualifiers else "")
+        self.judge_id = "heuristic-rules" + (f"[{','.join(qualifiers)}]" if qualifiers else "")
         self.model = f"heuristic-v{HEURISTIC_VERSION}"
         self.prompt_version = f"heuristic-checks-v{HEURISTIC_VERSION}+{heuristic_code_hash()}"
 
