@@ -170,15 +170,30 @@ def fmt_estimate(estimate: Any, low: Any, high: Any, *, share: bool = False, sig
     if share and not signed:
         head = fmt_share(estimate)
         return head if is_missing(low) or is_missing(high) else f"{head} ({fmt_share(low)} to {fmt_share(high)})"
-    scale = 100.0 if share else 1.0
     if is_missing(low) or is_missing(high):
         return fmt_signed(estimate, share=share, digits=digits) if signed else fmt_number(estimate, digits)
+    head, lo_text, hi_text = estimate_parts(estimate, low, high, share=share, signed=signed, digits=digits)
+    return f"{head} ({lo_text} to {hi_text})"
+
+
+def estimate_parts(estimate: Any, low: Any, high: Any, *, share: bool = False, signed: bool = False,
+                   digits: int = SIGNIFICANT_DIGITS) -> tuple[str, str, str]:
+    """The three texts of :func:`fmt_estimate` apart, for a table with the estimate and its interval in
+    columns of their own: ``(estimate, low, high)`` with the shared decimals (``77.5``, ``72.0``,
+    ``82.4``; ``69.0`` beside ``65.6 to 72.0``, never ``69``). Shares that are not differences read as
+    percentages (:func:`fmt_share`); a missing bound leaves the estimate by :func:`fmt_number`."""
+    if share and not signed:
+        return fmt_share(estimate), fmt_share(low), fmt_share(high)
+    if is_missing(estimate) or is_missing(low) or is_missing(high):
+        head = fmt_signed(estimate, share=share, digits=digits) if signed else fmt_number(estimate, digits)
+        return head, fmt_number(low, digits), fmt_number(high, digits)
+    scale = 100.0 if share else 1.0
     values = [scale * float(v) for v in (estimate, low, high)]
     decimals = _needed(values, shared_decimals(values, digits))
     texts = [_fixed(v, decimals) for v in values]
     if signed:
         texts = [_signed(t, v) for t, v in zip(texts, values, strict=True)]
-    return f"{texts[0]} ({texts[1]} to {texts[2]})"
+    return texts[0], texts[1], texts[2]
 
 
 def fmt_compared(value: Any, limit: Any, *, share: bool = False, signed: bool = False,

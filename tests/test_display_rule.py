@@ -210,3 +210,22 @@ def test_the_verbs_print_the_figures_the_rule_is_checked_on(outputs):
     assert ESTIMATE.search(outputs["gate"]) and SHARE.search(outputs["gate"])
     assert ESTIMATE.search(outputs["compare"]) and OF_SHARE.search(outputs["compare"])
     assert ESTIMATE.search(outputs["drift"]) and ESTIMATE.search(outputs["trend"])
+
+
+def test_an_estimate_in_its_own_column_takes_its_intervals_decimals():
+    """A headline table puts the estimate and its interval in two columns: 69.0 beside 65.6 to 72.0 (as
+    the one-line form ``69.0 (65.6 to 72.0)`` writes it), never 69."""
+    from axon_eval.display import estimate_parts, fmt_estimate
+    from axon_eval.stats.intervals import format_headline_table
+
+    assert estimate_parts(68.9536, 65.6, 72.0) == ("69.0", "65.6", "72.0")
+    assert fmt_estimate(68.9536, 65.6, 72.0) == "69.0 (65.6 to 72.0)"
+    assert estimate_parts(0.2165, 0.13, 0.31, share=True) == ("22%", "13%", "31%")
+    table = pd.DataFrame({"figure": ["mean score", "share good", "mean sql_quality"], "kind": ["mean", "share", "mean"],
+                          "estimate": [68.9536, 0.2165, 6.0], "lo": [65.6, 0.13, math.nan],
+                          "hi": [72.0, 0.31, math.nan], "n": [97, 97, 97], "n_clusters": [90, 90, 90],
+                          "method": ["m"] * 3, "note": [None, None, "no interval: no variation"]})
+    shown = format_headline_table(table).set_index("figure")
+    assert shown.loc["mean score", "estimate"] == "69.0" and shown.loc["mean score", "95% interval"] == "65.6 to 72.0"
+    assert shown.loc["share good", "estimate"] == "22%"
+    assert shown.loc["mean sql_quality", "estimate"] == "6"  # no interval to share decimals with

@@ -566,7 +566,7 @@ def headline_row(page: str, figure: str) -> tuple[str, str, str, str]:
 
 
 def test_the_summary_gives_every_headline_with_its_interval_n_seed_and_what_it_covers(sample_run, tmp_path):
-    from axon_eval.display import fmt_interval, fmt_number, fmt_share
+    from axon_eval.display import fmt_estimate, fmt_interval, fmt_number, fmt_share
     from axon_eval.stats.intervals import INTERVAL_COVERS
 
     page = write_report(sample_run.run_dir, output=tmp_path / "r.html").read_text()
@@ -577,7 +577,10 @@ def test_the_summary_gives_every_headline_with_its_interval_n_seed_and_what_it_c
     n, turns = len(seg), seg["turn_id"].nunique()
     assert (n, turns) == (97, 90)  # bundled turns: the resampled unit is the turn, not the segment
     est, lo, hi = plain_cluster_bootstrap(seg["score"], seg["turn_id"])
-    assert headline_row(summary, "mean score") == (fmt_number(est), fmt_interval(lo, hi), "97", "90")
+    row = headline_row(summary, "mean score")
+    # the estimate and its interval read as the one-line form does (shared decimals: 69.0 beside 65.6 to 72.0)
+    assert f"{row[0]} ({row[1]})" == fmt_estimate(est, lo, hi) and row[1] == fmt_interval(lo, hi)
+    assert row[2:] == ("97", "90")
     assert f"mean {est:.1f} (95% interval {fmt_interval(lo, hi)}, n = 97 segments in 90 turns)" in summary
     good = (seg["band"] == "good").astype(float)
     est, lo, hi = plain_cluster_bootstrap(good, seg["turn_id"])

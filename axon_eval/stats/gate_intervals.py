@@ -104,8 +104,9 @@ from .intervals import CONFIDENCE, HEADLINE_COLUMNS, HEADLINE_FIGURES, Interval,
 MIN_GATE_TURNS = 20
 #: Fewest paired turns a non-inferiority gate (``compare --fail-on-regression``) decides on a share with.
 MIN_PAIRED_TURNS = 30
-#: Fewest turns (or paired turns) any rule on a mean decides on: the mean score, a dimension's mean, the
-#: paired difference of scores (module docstring: a skewed population's unseen tail).
+#: Fewest turns, or paired turns, that any rule on a mean decides on (the mean score, a dimension's mean,
+#: the paired difference of scores), larger than a share's because of a skewed population's unseen tail
+#: (module docstring).
 MIN_MEAN_GATE_TURNS = 50
 #: The largest one-sided error a gate may have at any n it accepts (the bench checks it).
 MAX_GATE_ERROR = 0.03

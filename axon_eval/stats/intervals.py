@@ -441,14 +441,17 @@ def format_headline_table(table: pd.DataFrame) -> pd.DataFrame:
     3 significant digits; ``"no interval"`` when there is none, with the reason in ``note``), ``n``
     (segments) and ``turns`` as integers, ``method``, ``note``. Its
     ``attrs`` keep ``covers`` (the one sentence of what the intervals cover), ``seed`` and ``n_boot``."""
-    from ..display import fmt_value
+    from ..display import estimate_parts, fmt_value, is_missing
 
     level = f"{table.attrs.get('confidence', CONFIDENCE):.0%} interval"
     rows = []
     for r in table.itertuples(index=False):
         share = r.kind == "share"
         note = "" if r.note is None or (isinstance(r.note, float) and math.isnan(r.note)) else str(r.note)
-        rows.append({"figure": r.figure, "estimate": fmt_value(r.estimate, share=share),
+        # beside its interval an estimate takes the interval's decimals (69.0 beside 65.6 to 72.0)
+        estimate = (fmt_value(r.estimate, share=share) if share or is_missing(r.lo) or is_missing(r.hi)
+                    else estimate_parts(r.estimate, r.lo, r.hi)[0])
+        rows.append({"figure": r.figure, "estimate": estimate,
                      level: interval_text(r.lo, r.hi, share=share), "n": int(r.n),
                      "turns": int(r.n_clusters), "method": r.method, "note": note})
     out = pd.DataFrame(rows, columns=["figure", "estimate", level, "n", "turns", "method", "note"])
