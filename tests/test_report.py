@@ -589,7 +589,7 @@ def test_the_summary_gives_every_headline_with_its_interval_n_seed_and_what_it_c
     faithful = seg["answer_faithfulness"].dropna()  # a null is left out, never a 0
     est, lo, hi = plain_cluster_bootstrap(faithful, seg.loc[faithful.index, "turn_id"])
     assert headline_row(summary, "mean answer_faithfulness") == (
-        fmt_number(est), fmt_interval(lo, hi), str(len(faithful)),
+        fmt_estimate(est, lo, hi).partition(" (")[0], fmt_interval(lo, hi), str(len(faithful)),
         str(seg.loc[faithful.index, "turn_id"].nunique()))
     for figure in ("share partial", "share poor", "share capped", "mean intent_understood", "mean sql_quality",
                    "mean result_relevance"):

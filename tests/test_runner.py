@@ -125,7 +125,7 @@ def test_smoke_run_shows_every_headline_with_its_interval_and_n(smoke_run):
 
     import numpy as np
 
-    from axon_eval.display import fmt_interval, fmt_number
+    from axon_eval.display import fmt_estimate, fmt_interval, fmt_number
     from axon_eval.stats.intervals import INTERVAL_COVERS
     from axon_eval.summaries import segment_table
 
@@ -151,7 +151,8 @@ def test_smoke_run_shows_every_headline_with_its_interval_and_n(smoke_run):
     sizes = seg.groupby("turn_id")["score"].size().reindex(turns)
     counts = np.random.default_rng(0).multinomial(len(turns), [1 / len(turns)] * len(turns), size=2000)
     lo, hi = np.quantile([(sums * c).sum() / (sizes * c).sum() for c in counts], [0.025, 0.975])
-    assert rows["mean score"] == (fmt_number(seg["score"].mean()), fmt_interval(lo, hi),
+    # the estimate as the one-line form writes it (its interval's decimals), in its own column
+    assert rows["mean score"] == (fmt_estimate(seg["score"].mean(), lo, hi).partition(" (")[0], fmt_interval(lo, hi),
                                   str(len(seg)), str(len(turns)))
 
 
