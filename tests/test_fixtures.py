@@ -17,7 +17,7 @@ from axon_eval.fixtures import build_all
 from axon_eval.fixtures.build import LABEL_COLUMNS
 from axon_eval.fixtures.horizon import HORIZON_LABEL_COLUMNS, KINDS, POSITIONS, position_range
 from axon_eval.fixtures.scenarios import DEFECT_TAGS
-from axon_eval.fixtures.warehouse import table_contents
+from axon_eval.warehouses.sports import table_contents
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"

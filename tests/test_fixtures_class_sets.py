@@ -21,8 +21,10 @@ from types import ModuleType
 import pytest
 
 from axon_eval.evidence import Turn, load_turns, split_segments, trajectory_facts
-from axon_eval.fixtures import hotel, learning, library, transit, water
 from axon_eval.fixtures.common import OPEN_PERIOD_RANGES
+from axon_eval.fixtures.labelled import build_set_files
+from axon_eval.fixtures.labelled import spec as set_spec
+from axon_eval.warehouses import hotel, learning, library, transit, water
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data" / "turns"
@@ -118,7 +120,7 @@ def test_the_file_names_are_the_ones_read_here():
 @built
 def test_rebuild_is_byte_identical_to_the_committed_set(spec, tmp_path):
     m, name = _module(spec), _name(spec)
-    summary = getattr(m, f"build_{name}_files")(tmp_path)
+    summary = build_set_files(tmp_path, set_spec(name))[0]
     for file in (m.TURNS_FILE, m.LABELS_FILE):
         assert (tmp_path / "turns" / file).read_bytes() == (DATA / file).read_bytes(), file
     assert summary["turns"] == len(_labels(name))

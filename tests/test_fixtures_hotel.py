@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from axon_eval.evidence import load_turns
-from axon_eval.fixtures.hotel import LABELS_FILE, TURNS_FILE, build_hotel_warehouse
+from axon_eval.warehouses.hotel import LABELS_FILE, TURNS_FILE, build_hotel_warehouse
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data" / "turns"

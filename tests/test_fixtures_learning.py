@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from axon_eval.evidence import load_turns
-from axon_eval.fixtures.learning import LABELS_FILE, TURNS_FILE, build_learning_warehouse
+from axon_eval.warehouses.learning import LABELS_FILE, TURNS_FILE, build_learning_warehouse
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data" / "turns"

@@ -10,7 +10,7 @@ import csv
 import json
 from pathlib import Path
 
-from axon_eval.fixtures.library import LABELS_FILE, TURNS_FILE, build_library_warehouse
+from axon_eval.warehouses.library import LABELS_FILE, TURNS_FILE, build_library_warehouse
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "turns"
 

@@ -1,4 +1,4 @@
-"""Tests of the e-commerce warehouse and the out-of-domain judge set (axon_eval.fixtures.shop / .ood)."""
+"""Tests of the e-commerce warehouse and the out-of-domain judge set (axon_eval.warehouses.shop / .ood)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from axon_eval.fixtures.build import expected_band
 from axon_eval.fixtures.capture import MAX_STORED_ROWS
 from axon_eval.fixtures.ood import FAMILIES, OOD_LABEL_COLUMNS, build_ood_files
 from axon_eval.fixtures.scenarios import Label
-from axon_eval.fixtures.shop import ANCHORS, SHOP_TABLES, check_anchors
-from axon_eval.fixtures.warehouse import table_contents
+from axon_eval.warehouses.shop import ANCHORS, SHOP_TABLES, check_anchors
+from axon_eval.warehouses.sports import table_contents
 from axon_eval.labels import LABEL_COLUMNS, load_labels
-from axon_eval.fixtures.shop import shop_database
+from axon_eval.warehouses.shop import shop_database
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from axon_eval.evidence import load_turns
-from axon_eval.fixtures.transit import TURNS_FILE, build_transit_warehouse
+from axon_eval.warehouses.transit import TURNS_FILE, build_transit_warehouse
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data" / "turns"

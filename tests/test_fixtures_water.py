@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from axon_eval.evidence import load_turns
-from axon_eval.fixtures.water import LABELS_FILE, TURNS_FILE, build_water_warehouse
+from axon_eval.warehouses.water import LABELS_FILE, TURNS_FILE, build_water_warehouse
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data" / "turns"

@@ -22,7 +22,7 @@ from axon_eval.evidence import load_turns
 from axon_eval.fixtures.realdb import (
     HERE, SET_FILES, RealDbError, build_all, load_set, same_result, warehouse_path,
 )
-from axon_eval.fixtures.realdb.warehouses import expand
+from axon_eval.warehouses.realdb import expand
 from axon_eval.labels import LABEL_COLUMNS, load_labels
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from axon_eval.fixtures.reference import reference_set
-from axon_eval.fixtures.shop import ANCHORS
+from axon_eval.warehouses.shop import ANCHORS
 from axon_eval.reference import (Assessment, EvidenceError, HeuristicReferenceJudge, JudgeOutput, NumericClaim,
                                  Question, ReadOnlyViolation, ReferenceValue, check_value, grade_response,
                                  load_questions, prepare_evidence, run_readonly)
 from axon_eval.reference.evaluate import (agreement, grade_set, grade_table, load_labels, load_responses,
                                           seed_examples)
 from axon_eval.reference.spec import Criterion, dump_questions
-from axon_eval.fixtures.shop import shop_database
+from axon_eval.warehouses.shop import shop_database
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOP = shop_database(ROOT / "data")  # expanded from the committed shop.sqlite.gz

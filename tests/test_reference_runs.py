@@ -15,7 +15,7 @@ import pytest
 from tests.test_reference import _heuristic_reply
 
 from axon_eval.cli import main
-from axon_eval.fixtures.shop import shop_database
+from axon_eval.warehouses.shop import shop_database
 from axon_eval.judges.cache import CacheCorruptionWarning
 from axon_eval.judges.fake_server import FakeJudgeServer, anthropic_message_json
 from axon_eval.judges.prices import TokenUsage, cost_usd
