@@ -16,7 +16,7 @@ from axon_eval.evidence import load_turns, split_segments, trajectory_facts
 from axon_eval.fixtures import build_all
 from axon_eval.fixtures.build import LABEL_COLUMNS
 from axon_eval.fixtures.horizon import HORIZON_LABEL_COLUMNS, KINDS, POSITIONS, position_range
-from axon_eval.fixtures.scenarios import DEFECT_TAGS
+from axon_eval.simulator.scenarios import DEFECT_TAGS
 from axon_eval.warehouses.sports import table_contents
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -227,7 +227,9 @@ def test_other_seeds_build_a_different_valid_sample(tmp_path: Path):
     """The held-out sample of `make bench` (other seeds, same templates) validates and differs."""
     from axon_eval.bench.heuristic import HELD_OUT_SEEDS
 
-    summary = build_all(tmp_path, HELD_OUT_SEEDS)
+    from axon_eval.simulator import build_held_out
+
+    summary = build_held_out(tmp_path, HELD_OUT_SEEDS)
     assert summary["seeds"]["scenario"] == HELD_OUT_SEEDS.scenario
     # the horizon set's rows are those of the committed warehouse: it is not built on another one, and the
     # READMEs (which describe the committed data) are not written

@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 
 from axon_eval.evidence import load_turns, split_segments, trajectory_facts
-from axon_eval.fixtures.build import expected_band
+from axon_eval.fixtures.common import Label, expected_band
 from axon_eval.fixtures.capture import MAX_STORED_ROWS
 from axon_eval.fixtures.ood import FAMILIES, OOD_LABEL_COLUMNS, build_ood_files
-from axon_eval.fixtures.scenarios import Label
 from axon_eval.warehouses.shop import ANCHORS, SHOP_TABLES, check_anchors
 from axon_eval.warehouses.sports import table_contents
 from axon_eval.labels import LABEL_COLUMNS, load_labels

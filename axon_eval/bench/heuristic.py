@@ -52,7 +52,8 @@ from pathlib import Path
 from typing import Any
 
 from ..evidence import load_turns
-from ..fixtures.build import FixtureSeeds, build_all
+from ..fixtures.build import FixtureSeeds
+from ..simulator import build_held_out
 from ..judges.heuristic import HeuristicJudge, clear_caches
 from ..labels import load_labels
 from ..rubric import Rubric
@@ -219,7 +220,7 @@ def bench_heuristic(turns_path: str | Path = SAMPLE_TURNS, labels_path: str | Pa
         if Path(t).exists() and Path(lab).exists():
             rows.append(_separation_row(label, separation_figures(t, lab)))
     with tempfile.TemporaryDirectory(prefix="axon-heldout-") as tmp:
-        build_all(tmp, HELD_OUT_SEEDS)
+        build_held_out(tmp, HELD_OUT_SEEDS)
         held_turns = Path(tmp) / "turns" / "sample_turns.jsonl"
         held = measure(held_turns, Path(tmp) / "turns" / "labels.csv")
         rows += [dict(r, seeds=HELD_OUT_SEEDS.__dict__) for r in _agreement_rows(
@@ -247,7 +248,7 @@ def _separation_row(label: str, figs: dict[str, dict[str, float | int]]) -> dict
 def bench_heuristic_held_out(seeds: FixtureSeeds = HELD_OUT_SEEDS) -> list[dict[str, Any]]:
     """Agreement on a sample rebuilt into a temporary folder from ``seeds`` (see the module docstring)."""
     with tempfile.TemporaryDirectory(prefix="axon-heldout-") as tmp:
-        build_all(tmp, seeds)
+        build_held_out(tmp, seeds)
         held = measure(Path(tmp) / "turns" / "sample_turns.jsonl", Path(tmp) / "turns" / "labels.csv")
     return [dict(r, seeds=seeds.__dict__) for r in _agreement_rows(
         f"held-out sample, same templates (seeds {seeds.warehouse}/{seeds.scenario})", held, None, None)[:3]]
