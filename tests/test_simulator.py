@@ -54,3 +54,11 @@ def test_the_command_needs_an_out_folder_or_the_committed_redraw(capsys):
     with pytest.raises(SystemExit):
         main(["--write-committed", "--scenario-seed", "3"])
     assert "committed seeds" in capsys.readouterr().err
+
+
+def test_a_warehouse_with_no_clear_top_five_is_refused_by_name(tmp_path, capsys):
+    """Warehouse seed 1102 ties the fifth and sixth try scorers of every season: the top-five template
+    cannot be asked there, and the command says so rather than failing on an empty choice."""
+    assert main(["--scenario-seed", "102", "--warehouse-seed", "1102", "--out", str(tmp_path / "held")]) == 2
+    err = capsys.readouterr().err
+    assert "no season of this warehouse has a clear top 5" in err and "another warehouse seed" in err
