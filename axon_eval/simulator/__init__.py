@@ -15,6 +15,6 @@ measures the offline judge on, beside the committed sample).
 The labels are CONSTRUCTED FROM THE SEEDED DEFECTS, not human judgements; no judge may read them.
 """
 
-from .draw import build_held_out, sample_cases, write_sample_set
+from .draw import build_held_out, draw_sample_set, sample_cases, write_sample_set
 
-__all__ = ["build_held_out", "sample_cases", "write_sample_set"]
+__all__ = ["build_held_out", "draw_sample_set", "sample_cases", "write_sample_set"]

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sqlite3
 import sys
 import tempfile
 from pathlib import Path
 
 from ..fixtures.build import FixtureSeeds
 from ..fixtures.labelled import SETS_DIR
-from ..warehouses.sports import build_warehouse
-from .draw import build_held_out, write_sample_set
+from .draw import build_held_out, draw_sample_set
 
 #: Every seed of :class:`~axon_eval.fixtures.build.FixtureSeeds`, each settable with ``--<name>-seed``.
 SEED_NAMES: tuple[str, ...] = tuple(FixtureSeeds.__dataclass_fields__)
@@ -40,12 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         if seeds != defaults:
             parser.error("--write-committed draws with the committed seeds; drop the --<name>-seed options")
         with tempfile.TemporaryDirectory(prefix="axon-sample-") as tmp:
-            wh = build_warehouse(Path(tmp) / "sports.sqlite", seeds.warehouse)
-            conn = sqlite3.connect(f"file:{wh}?mode=ro", uri=True)
-            try:
-                write_sample_set(SETS_DIR, conn, seeds)
-            finally:
-                conn.close()
+            draw_sample_set(SETS_DIR, seeds, Path(tmp) / "sports.sqlite")
         print(f"wrote {SETS_DIR / 'sample.jsonl'}")
         return 0
     if not args.out:

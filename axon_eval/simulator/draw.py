@@ -28,8 +28,7 @@ from typing import Any
 from ..evidence import Turn, split_segments
 from ..fixtures.build import INCOMPLETE_TURN_FILE, FixtureSeeds, build_all
 from ..fixtures.capture import Capture
-from ..fixtures.common import expected_band
-from ..fixtures.labelled import spec, write_text
+from ..fixtures.labelled import SetCase, check_case, spec, write_text
 from ..warehouses.sports import build_warehouse
 from .scenarios import MCP_TURNS, SCENARIO_COUNTS, Draft, ScenarioBook, builder, drop_answer
 
@@ -50,19 +49,15 @@ class Planned:
 
 
 def check_planned(p: Planned) -> None:
-    """Generator self-checks: labels match segments, claims occur in the answer, verdicts fit bands."""
+    """Generator self-checks: the case passes every check of the set format
+    (:func:`~axon_eval.fixtures.labelled.check_case`: one label per segment, claims in the answer, the
+    verdict equal to the band of the range midpoints), and a ``no_tools`` turn has no steps."""
     turn = p.turn
     assert turn is not None
-    segs = split_segments(turn)
-    if len(segs) != len(p.draft.labels):
-        raise AssertionError(f"{turn.turn_id}: {len(segs)} segments but {len(p.draft.labels)} labels")
-    for label in p.draft.labels:
-        for claim in label.claims:
-            if turn.answer is None or claim not in turn.answer:
-                raise AssertionError(f"{turn.turn_id}: claim {claim!r} is not in the answer")
-        band = expected_band(label, turn)
-        if band != label.verdict:
-            raise AssertionError(f"{turn.turn_id}: verdict {label.verdict} but midpoint band {band}")
+    try:
+        check_case(SetCase.model_validate(_as_case(p)), turn)
+    except ValueError as err:  # a pydantic ValidationError is a ValueError too
+        raise AssertionError(f"{turn.turn_id} ({p.scenario} #{p.index}): {err}") from None
     if p.scenario == "no_tools" and turn.steps:
         raise AssertionError("no_tools turn has steps")
 
@@ -131,27 +126,29 @@ def incomplete_extra_turn(conn: sqlite3.Connection, planned: list[Planned],
         "answer": draft.answer, "steps": draft.steps})
 
 
-def sample_cases(planned: list[Planned]) -> list[dict[str, Any]]:
-    """Each captured turn as a case of the set format (:class:`axon_eval.fixtures.labelled.SetCase`).
+def _as_case(p: Planned) -> dict[str, Any]:
+    """One captured turn as a case of the set format (:class:`axon_eval.fixtures.labelled.SetCase`).
 
     A label's ``class`` is its defect and its ``reason`` the label's note (empty on some clean labels).
     """
-    cases = []
-    for p in planned:
-        t = p.turn
-        assert t is not None
-        cases.append({
-            "id": f"{p.scenario}_{p.index}", "family": p.scenario, "question": p.draft.question,
-            "answer": p.draft.answer,
-            "labels": [{"class": lb.defect, "reason": lb.note, "defect": lb.defect, "verdict": lb.verdict,
-                        "intent": list(lb.intent), "sql": list(lb.sql), "relevance": list(lb.relevance),
-                        "faithfulness": None if lb.faithfulness is None else list(lb.faithfulness),
-                        "claims": [c for c in lb.claims if c]} for lb in p.draft.labels],
-            "steps": p.draft.steps, "segments": p.draft.segments or None,
-            "turn": {"turn_id": t.turn_id, "captured_at": t.captured_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                     "region": t.region, "surface": t.surface, "client": t.client},
-        })
-    return cases
+    t = p.turn
+    assert t is not None
+    return {
+        "id": f"{p.scenario}_{p.index}", "family": p.scenario, "question": p.draft.question,
+        "answer": p.draft.answer,
+        "labels": [{"class": lb.defect, "reason": lb.note, "defect": lb.defect, "verdict": lb.verdict,
+                    "intent": list(lb.intent), "sql": list(lb.sql), "relevance": list(lb.relevance),
+                    "faithfulness": None if lb.faithfulness is None else list(lb.faithfulness),
+                    "claims": [c for c in lb.claims if c]} for lb in p.draft.labels],
+        "steps": p.draft.steps, "segments": p.draft.segments or None,
+        "turn": {"turn_id": t.turn_id, "captured_at": t.captured_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                 "region": t.region, "surface": t.surface, "client": t.client},
+    }
+
+
+def sample_cases(planned: list[Planned]) -> list[dict[str, Any]]:
+    """Each captured turn of ``planned`` as a case of the set format, in order (see :func:`_as_case`)."""
+    return [_as_case(p) for p in planned]
 
 
 def write_sample_set(folder: str | Path, conn: sqlite3.Connection, seeds: FixtureSeeds = FixtureSeeds()) -> Path:
@@ -166,15 +163,21 @@ def write_sample_set(folder: str | Path, conn: sqlite3.Connection, seeds: Fixtur
     return folder
 
 
+def draw_sample_set(folder: str | Path, seeds: FixtureSeeds, warehouse: str | Path) -> Path:
+    """Build the sports warehouse of ``seeds`` at ``warehouse``, draw the sample on it and write its set
+    files into ``folder`` (:func:`write_sample_set`); returns ``folder``."""
+    wh_path = build_warehouse(warehouse, seeds.warehouse)
+    conn = sqlite3.connect(f"file:{wh_path}?mode=ro", uri=True)
+    try:
+        return write_sample_set(folder, conn, seeds)
+    finally:
+        conn.close()
+
+
 def build_held_out(out: str | Path, seeds: FixtureSeeds) -> dict[str, Any]:
     """Draw a sample with ``seeds`` and build ``out`` from it as :func:`~axon_eval.fixtures.build_all`
     builds ``data/`` (the sets whose rows are the committed warehouse's, and the READMEs, are left out on
     another warehouse seed); returns the build summary."""
     out = Path(out)
-    wh_path = build_warehouse(out / "warehouse" / "sports.sqlite", seeds.warehouse)
-    conn = sqlite3.connect(f"file:{wh_path}?mode=ro", uri=True)
-    try:
-        sample_dir = write_sample_set(out / "sets", conn, seeds)
-    finally:
-        conn.close()
+    sample_dir = draw_sample_set(out / "sets", seeds, out / "warehouse" / "sports.sqlite")
     return build_all(out, seeds, sample_dir=sample_dir)
