@@ -16,9 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from axon_eval.evidence import Turn, split_segments
 from axon_eval.judges.heuristic.signals import SIGNAL_NAMES, extract_signals
-from axon_eval.view import render_view
+from tests.test_heuristic_fitted import make_view
 
 CASES_FILE = Path(__file__).parent / "data" / "signal_cases.yaml"
 CASES: list[dict[str, Any]] = yaml.safe_load(CASES_FILE.read_text())
@@ -37,11 +36,7 @@ def _step(s: dict[str, Any]) -> dict[str, Any]:
 
 
 def _view(case: dict[str, Any]):
-    turn = Turn.model_validate({
-        "schema_version": 1, "turn_id": case["id"], "captured_at": "2026-07-01T00:00:00Z", "region": "eu",
-        "surface": "web", "client": "c", "question": case["question"], "answer": case["answer"],
-        "steps": [_step(s) for s in case["steps"]]})
-    return render_view(split_segments(turn)[0], 20)
+    return make_view(case["question"], [_step(s) for s in case["steps"]], case["answer"])
 
 
 def _answering_sql(case: dict[str, Any]) -> str:

@@ -3,7 +3,6 @@ other seeds draw another valid sample, and a build from the committed file refus
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -11,18 +10,12 @@ import pytest
 from axon_eval.fixtures import build_all
 from axon_eval.fixtures.build import INCOMPLETE_TURN_FILE, FixtureSeeds
 from axon_eval.fixtures.labelled import SETS_DIR, load_set
-from axon_eval.simulator import write_sample_set
+from axon_eval.simulator import draw_sample_set
 from axon_eval.simulator.__main__ import main
-from axon_eval.warehouses.sports import build_warehouse
 
 
 def _draw(folder: Path, seeds: FixtureSeeds) -> Path:
-    wh = build_warehouse(folder / "sports.sqlite", seeds.warehouse)
-    conn = sqlite3.connect(f"file:{wh}?mode=ro", uri=True)
-    try:
-        return write_sample_set(folder / "sets", conn, seeds)
-    finally:
-        conn.close()
+    return draw_sample_set(folder / "sets", seeds, folder / "sports.sqlite")
 
 
 def test_the_committed_seeds_redraw_the_committed_sample_file(tmp_path):
